@@ -1,0 +1,256 @@
+import NIOCore
+
+/// The resolved, validated configuration of config.md. An immutable value:
+/// a reload builds a new one and swaps it in; in-flight requests keep the old.
+/// Field names follow the YAML keys. Parsing and validation live in
+/// `ConfigLoader`; defaults below are those of config.md.
+public struct GatewayConfig: Sendable {
+    public var listeners: [ListenerConfig]
+    public var admin: AdminConfig
+    public var apps: [AppConfig]
+    public var attestation: AttestationConfig
+    public var store: StoreConfig
+    public var trust: TrustConfig
+    /// Keyed by upstream name.
+    public var upstreams: [String: UpstreamConfig]
+    /// First match wins.
+    public var routes: [RouteConfig]
+    public var limits: LimitsConfig
+    public var fraudMetric: FraudMetricConfig?
+    public var logging: LoggingConfig
+
+    public init(
+        listeners: [ListenerConfig], admin: AdminConfig = AdminConfig(), apps: [AppConfig],
+        attestation: AttestationConfig = AttestationConfig(), store: StoreConfig = .memory,
+        trust: TrustConfig = TrustConfig(), upstreams: [String: UpstreamConfig],
+        routes: [RouteConfig], limits: LimitsConfig = LimitsConfig(),
+        fraudMetric: FraudMetricConfig? = nil, logging: LoggingConfig = LoggingConfig()
+    ) {
+        self.listeners = listeners
+        self.admin = admin
+        self.apps = apps
+        self.attestation = attestation
+        self.store = store
+        self.trust = trust
+        self.upstreams = upstreams
+        self.routes = routes
+        self.limits = limits
+        self.fraudMetric = fraudMetric
+        self.logging = logging
+    }
+}
+
+/// `host:port`, IPv6 as `[::1]:8443`.
+public struct HostPort: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+public struct ListenerConfig: Sendable {
+    public var address: HostPort
+    public var tls: TLSConfig?
+    public init(address: HostPort, tls: TLSConfig? = nil) {
+        self.address = address
+        self.tls = tls
+    }
+}
+
+public struct TLSConfig: Sendable {
+    public var certificate: String
+    public var privateKey: String
+    public init(certificate: String, privateKey: String) {
+        self.certificate = certificate
+        self.privateKey = privateKey
+    }
+}
+
+/// A secret given inline, as `{file: PATH}` or as `{env: NAME}`; resolved at load.
+public struct Secret: Sendable {
+    public enum Source: Sendable, Equatable {
+        case inline
+        case file(String)
+        case env(String)
+    }
+    public var source: Source
+    /// The resolved bytes (UTF-8 of the value, trailing newline of a file trimmed).
+    public var value: String
+    public init(source: Source, value: String) {
+        self.source = source
+        self.value = value
+    }
+}
+
+public struct AdminConfig: Sendable {
+    public var address: HostPort
+    public var token: Secret?
+    public init(address: HostPort = HostPort(host: "127.0.0.1", port: 9901), token: Secret? = nil) {
+        self.address = address
+        self.token = token
+    }
+}
+
+public enum AppEnvironment: String, Sendable, Hashable, CaseIterable {
+    case production
+    case development
+}
+
+public struct AppConfig: Sendable {
+    public var appId: String
+    public var environments: Set<AppEnvironment>
+    public init(appId: String, environments: Set<AppEnvironment> = [.production]) {
+        self.appId = appId
+        self.environments = environments
+    }
+}
+
+public struct RateConfig: Sendable, Equatable {
+    public var perSecond: Double
+    public var burst: Int
+    public init(perSecond: Double, burst: Int) {
+        self.perSecond = perSecond
+        self.burst = burst
+    }
+}
+
+public struct AssertionHeaderNames: Sendable {
+    public var keyId: String = "AssertGate-Key-Id"
+    public var assertion: String = "AssertGate-Assertion"
+    public var challenge: String = "AssertGate-Challenge"
+    public init() {}
+}
+
+public struct AttestationConfig: Sendable {
+    public var prefix: String = "/assertgate/v1"
+    public var challengeTTL: TimeAmount = .seconds(120)
+    public var challengeRate = RateConfig(perSecond: 20, burst: 40)
+    /// PEM file paths; empty = Apple's App Attestation Root CA only.
+    public var trustAnchors: [String] = []
+    /// PEM file paths; empty = Apple Root CA - G3 only.
+    public var receiptTrustAnchors: [String] = []
+    public var clockSkew: TimeAmount = .seconds(60)
+    public var headers = AssertionHeaderNames()
+    public init() {}
+}
+
+public struct RedisConfig: Sendable {
+    /// `redis://[user:password@]host:port/db`
+    public var url: String = "redis://127.0.0.1:6379/0"
+    public var connectTimeout: TimeAmount = .seconds(1)
+    public var commandTimeout: TimeAmount = .milliseconds(250)
+    public var connectionsPerWorker: Int = 1
+    public init() {}
+}
+
+public enum StoreConfig: Sendable {
+    case memory
+    case redis(RedisConfig)
+}
+
+public struct TrustConfig: Sendable {
+    public var headerPrefix: String = "X-AssertGate-"
+    public var signingSecret: Secret?
+    public init() {}
+}
+
+public struct UpstreamEndpoint: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+    public var description: String { "http://\(HostPort(host: host, port: port))" }
+}
+
+public struct UpstreamConfig: Sendable {
+    public var endpoints: [UpstreamEndpoint]
+    public var connectTimeout: TimeAmount = .seconds(2)
+    public var responseTimeout: TimeAmount = .seconds(30)
+    public var idleTimeout: TimeAmount = .seconds(60)
+    public var maxConnectionsPerEndpoint: Int = 64
+    public init(endpoints: [UpstreamEndpoint]) {
+        self.endpoints = endpoints
+    }
+}
+
+public enum RouteMatchKind: Sendable, Equatable {
+    case prefix(String)
+    case exact(String)
+}
+
+public struct RouteMatch: Sendable {
+    public var kind: RouteMatchKind
+    /// Upper-case method names; nil = any method.
+    public var methods: Set<String>?
+    public init(kind: RouteMatchKind, methods: Set<String>? = nil) {
+        self.kind = kind
+        self.methods = methods
+    }
+}
+
+public enum PolicyMode: String, Sendable, Equatable {
+    case enforce
+    case monitor
+    case passthrough
+}
+
+public enum StoreErrorAction: String, Sendable, Equatable {
+    case reject
+    case forward
+}
+
+public struct RouteConfig: Sendable {
+    public var match: RouteMatch
+    public var upstream: String
+    public var mode: PolicyMode
+    public var challengeRequired: Bool = false
+    public var bindBody: Bool = true
+    public var maxBodyBytes: Int = 1 << 20
+    /// Resolved: reject for enforce, forward for monitor unless set explicitly.
+    public var onStoreError: StoreErrorAction
+    public var maxRiskMetric: Int?
+    public var forwardAssertionHeaders: Bool = false
+    public init(match: RouteMatch, upstream: String, mode: PolicyMode) {
+        self.match = match
+        self.upstream = upstream
+        self.mode = mode
+        self.onStoreError = mode == .enforce ? .reject : .forward
+    }
+}
+
+public struct LimitsConfig: Sendable {
+    public var maxConcurrentStreams: Int = 100
+    public var maxHeaderListBytes: Int = 64 << 10
+    public var maxRequestBodyBytes: Int = 16 << 20
+    public var streamResetRate = RateConfig(perSecond: 1000, burst: 1000)
+    public init() {}
+}
+
+public struct FraudMetricConfig: Sendable {
+    public var teamId: String
+    public var keyId: String
+    public var privateKey: Secret
+    public var baseURL: String = "https://data.appattest.apple.com"
+    public var refreshEvery: TimeAmount = .hours(24)
+    public init(teamId: String, keyId: String, privateKey: Secret) {
+        self.teamId = teamId
+        self.keyId = keyId
+        self.privateKey = privateKey
+    }
+}
+
+public enum LogFormat: String, Sendable {
+    case json
+    case text
+}
+
+public struct LoggingConfig: Sendable {
+    public var level: String = "info"
+    public var format: LogFormat = .json
+    public init() {}
+}

@@ -1,0 +1,4 @@
+#ifndef ASSERTGATE_CNGHTTP2_SHIM_H
+#define ASSERTGATE_CNGHTTP2_SHIM_H
+#include <nghttp2/nghttp2.h>
+#endif

@@ -1,0 +1,1 @@
+// DeviceSim: a software App Attest device built on OpenSSL directly.
