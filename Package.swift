@@ -24,7 +24,9 @@ let package = Package(
             name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(
-            name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis",
+            // No pkgConfig: hiredis.pc adds -D_FILE_OFFSET_BITS=64, a flag
+            // SwiftPM refuses with a warning; the headers are in /usr/include.
+            name: "CHiredis", path: "Sources/CHiredis",
             providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",

@@ -1,0 +1,91 @@
+/// A token bucket: `burst` tokens, refilled at `perSecond`. Time is passed in
+/// (monotonic nanoseconds) so tests need no clock.
+public struct TokenBucket: Sendable {
+    public let perSecond: Double
+    public let burst: Double
+    private var tokens: Double
+    private var lastNanos: UInt64
+
+    public init(perSecond: Double, burst: Int, nowNanos: UInt64) {
+        self.perSecond = perSecond
+        self.burst = Double(max(burst, 1))
+        self.tokens = self.burst
+        self.lastNanos = nowNanos
+    }
+
+    /// Takes one token. When none is left, returns the whole seconds to wait
+    /// until one will be (≥ 1, for `Retry-After`).
+    public mutating func take(nowNanos: UInt64) -> TakeResult {
+        refill(nowNanos: nowNanos)
+        if tokens >= 1 {
+            tokens -= 1
+            return .allowed
+        }
+        guard perSecond > 0 else { return .limited(retryAfterSeconds: 60) }
+        let wait = (1 - tokens) / perSecond
+        return .limited(retryAfterSeconds: max(1, Int(wait.rounded(.up))))
+    }
+
+    /// True when the bucket is full again, so a limiter can forget it.
+    public func isFull(nowNanos: UInt64) -> Bool {
+        var copy = self
+        copy.refill(nowNanos: nowNanos)
+        return copy.tokens >= burst
+    }
+
+    private mutating func refill(nowNanos: UInt64) {
+        guard nowNanos > lastNanos else { return }
+        let elapsed = Double(nowNanos - lastNanos) / 1_000_000_000
+        tokens = min(burst, tokens + elapsed * perSecond)
+        lastNanos = nowNanos
+    }
+
+    public enum TakeResult: Sendable, Equatable {
+        case allowed
+        case limited(retryAfterSeconds: Int)
+    }
+}
+
+/// Per-peer-address token buckets, loop-confined (one per worker). The table
+/// is bounded: full buckets are dropped in a sweep once it grows past
+/// `maxPeers`, and if every bucket is still busy the oldest half goes, so a
+/// flood of spoofed addresses cannot grow memory without bound.
+public struct PeerRateLimiter {
+    private var buckets: [String: TokenBucket] = [:]
+    private let rate: Double
+    private let burst: Int
+    private let maxPeers: Int
+
+    public init(perSecond: Double, burst: Int, maxPeers: Int = 65_536) {
+        self.rate = perSecond
+        self.burst = burst
+        self.maxPeers = maxPeers
+    }
+
+    public var trackedPeers: Int { buckets.count }
+
+    public mutating func take(peer: String, nowNanos: UInt64) -> TokenBucket.TakeResult {
+        if var bucket = buckets[peer] {
+            let r = bucket.take(nowNanos: nowNanos)
+            buckets[peer] = bucket
+            return r
+        }
+        if buckets.count >= maxPeers { sweep(nowNanos: nowNanos) }
+        var bucket = TokenBucket(perSecond: rate, burst: burst, nowNanos: nowNanos)
+        let r = bucket.take(nowNanos: nowNanos)
+        buckets[peer] = bucket
+        return r
+    }
+
+    private mutating func sweep(nowNanos: UInt64) {
+        buckets = buckets.filter { !$0.value.isFull(nowNanos: nowNanos) }
+        if buckets.count >= maxPeers {
+            // Still full of active peers: forget half, arbitrarily. They get a
+            // fresh bucket, which is the lenient direction.
+            let keep = buckets.keys.prefix(maxPeers / 2)
+            var kept: [String: TokenBucket] = [:]
+            for k in keep { kept[k] = buckets[k] }
+            buckets = kept
+        }
+    }
+}
