@@ -1,0 +1,95 @@
+import Verifier
+
+/// What the policy concluded about one request, before it becomes headers.
+public enum TrustOutcome: Sendable, Equatable {
+    case verified(VerifiedIdentity)
+    case missing(ReasonToken)
+    case invalid(ReasonToken)
+    case unavailable
+    case none
+
+    public var trustValue: String {
+        switch self {
+        case .verified: return "verified"
+        case .missing: return "missing"
+        case .invalid: return "invalid"
+        case .unavailable: return "unavailable"
+        case .none: return "none"
+        }
+    }
+
+    public var reason: ReasonToken? {
+        switch self {
+        case .missing(let r), .invalid(let r): return r
+        case .unavailable: return .storeUnavailable
+        case .verified, .none: return nil
+        }
+    }
+}
+
+/// What a verified request tells the upstream (protocol.md §6).
+public struct VerifiedIdentity: Sendable, Equatable {
+    public var keyId: [UInt8]
+    public var environment: String
+    public var userId: String?
+    public var userKeyCount: Int?
+    public var riskMetric: Int?
+    public var riskMetricAgeSeconds: Int64?
+    public var appVersion: String?
+    public var launchCategory: [UInt8]?
+
+    public init(
+        keyId: [UInt8], environment: String, userId: String? = nil, userKeyCount: Int? = nil,
+        riskMetric: Int? = nil, riskMetricAgeSeconds: Int64? = nil, appVersion: String? = nil,
+        launchCategory: [UInt8]? = nil
+    ) {
+        self.keyId = keyId
+        self.environment = environment
+        self.userId = userId
+        self.userKeyCount = userKeyCount
+        self.riskMetric = riskMetric
+        self.riskMetricAgeSeconds = riskMetricAgeSeconds
+        self.appVersion = appVersion
+        self.launchCategory = launchCategory
+    }
+}
+
+/// Turns an outcome into the trust headers of protocol.md §6, in a fixed
+/// order, with the prefix of the configuration; identity headers only for
+/// `verified`, so a failed assertion can never hand the upstream someone
+/// else's identity.
+public struct TrustHeaderBuilder: Sendable {
+    public let prefix: String
+    private let signer: TrustSigner?
+
+    public init(prefix: String, signingSecret: String?) {
+        self.prefix = prefix
+        self.signer = signingSecret.map { TrustSigner(secret: $0, headerPrefix: prefix) }
+    }
+
+    public func headers(
+        for outcome: TrustOutcome, requestId: String, method: String, path: String, now: Int64
+    ) -> [(name: String, value: String)] {
+        var out: [(name: String, value: String)] = [(prefix + "Trust", outcome.trustValue)]
+        if let r = outcome.reason { out.append((prefix + "Reason", r.rawValue)) }
+        if case .verified(let id) = outcome {
+            out.append((prefix + "Key-Id", Base64.encodeURL(id.keyId)))
+            out.append((prefix + "Env", id.environment))
+            if let u = id.userId {
+                out.append((prefix + "User", PercentEncoding.encode(u)))
+                if let n = id.userKeyCount { out.append((prefix + "User-Keys", String(n))) }
+            }
+            if let risk = id.riskMetric {
+                out.append((prefix + "Risk-Metric", "\(risk); age=\(max(0, id.riskMetricAgeSeconds ?? 0))"))
+            }
+            if let v = id.appVersion { out.append((prefix + "App-Version", PercentEncoding.encode(v))) }
+            if let c = id.launchCategory { out.append((prefix + "Launch-Category", Hex.encode(c))) }
+        }
+        if let signer {
+            let sig = signer.signature(
+                timestamp: now, requestId: requestId, method: method, path: path, trustHeaders: out)
+            out.append((signer.headerName, sig))
+        }
+        return out
+    }
+}
