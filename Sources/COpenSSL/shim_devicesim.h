@@ -14,10 +14,4 @@ static inline long CAssertGate_DS_BIO_get_mem_data(BIO *bio, const unsigned char
     return n;
 }
 
-/// PKCS7_get_signer_info returns a STACK_OF(PKCS7_SIGNER_INFO); sk_* are macros.
-static inline int CAssertGate_DS_PKCS7_signer_count(PKCS7 *p7) {
-    STACK_OF(PKCS7_SIGNER_INFO) *sis = PKCS7_get_signer_info(p7);
-    return sis == NULL ? 0 : sk_PKCS7_SIGNER_INFO_num(sis);
-}
-
 #endif
