@@ -79,4 +79,27 @@ struct AssertionTests {
         #expect(ReferenceChecks.assertionFailure(
             object, publicKey: device.publicKey, clientDataHash: Self.clientDataHash, storedCounter: 8) == nil)
     }
+
+    @Test("one device signs correctly from many tasks at once (shared signing template)")
+    func concurrentAssertions() async throws {
+        let device = try Fixture.shared().device()
+        let failures = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    var failures = 0
+                    for i in 0..<100 {
+                        let counter = UInt32(task * 1000 + i + 1)
+                        let object = try device.assert(clientDataHash: Self.clientDataHash, appId: Fixture.appId, counter: counter)
+                        if ReferenceChecks.assertionFailure(object, publicKey: device.publicKey,
+                                                            clientDataHash: Self.clientDataHash, storedCounter: counter - 1) != nil {
+                            failures += 1
+                        }
+                    }
+                    return failures
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(failures == 0)
+    }
 }

@@ -6,7 +6,8 @@ import Foundation
 ///
 /// Immutable except for the rpIdHash cache (guarded by a lock), so one device
 /// may be shared between tasks; `assert` costs one SHA-256 and one
-/// EVP_DigestSign.
+/// EVP_DigestSign on a copy of the key's pre-initialised signing context
+/// (≈ 21 µs on this machine, raw P-256 signing being ≈ 19 µs).
 public final class SimDevice: @unchecked Sendable {
     /// App ID used by the `wrongAppId` mutations.
     public static let otherAppId = "ZZZZZZZZZZ.org.example.other"
@@ -35,6 +36,18 @@ public final class SimDevice: @unchecked Sendable {
 
     /// keyId as standard base64 (what `generateKey()` returns on a device).
     public var keyIdBase64: String { Data(keyId).base64EncodedString() }
+
+    /// keyId as unpadded base64url (as some apps send it).
+    public var keyIdBase64URL: String {
+        String(keyIdBase64.compactMap { c -> Character? in
+            switch c {
+            case "+": return "-"
+            case "/": return "_"
+            case "=": return nil
+            default: return c
+            }
+        })
+    }
 
     /// Restores a device saved with `save(to:)` (a PEM private key file).
     public static func load(path: String, ca: TestCA, receiptCA: ReceiptCA) throws -> SimDevice {

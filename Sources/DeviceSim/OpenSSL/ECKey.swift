@@ -15,6 +15,8 @@ public final class ECKey: @unchecked Sendable {
     /// The public key as the uncompressed point 04 ‖ X ‖ Y (fixed-size coordinates).
     public let uncompressedPoint: [UInt8]
     private let maxSignatureSize: Int
+    /// Initialised for ECDSA-SHA256 with this key; only ever read (copied).
+    private let signingTemplate: SigningContext
 
     /// Generates a fresh key on `curve`.
     public convenience init(generating curve: Curve = .p256) throws {
@@ -61,6 +63,12 @@ public final class ECKey: @unchecked Sendable {
         self.curve = curve
         self.uncompressedPoint = point
         self.maxSignatureSize = Int(EVP_PKEY_get_size(key))
+        do {
+            self.signingTemplate = try SigningContext(key: key)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
     }
 
     deinit { EVP_PKEY_free(pointer) }
@@ -80,12 +88,14 @@ public final class ECKey: @unchecked Sendable {
     }
 
     /// ECDSA over `message` with SHA-256 (so the signed digest is H(message)),
-    /// DER-encoded: one EVP_DigestSign call.
+    /// DER-encoded: one EVP_DigestSign call on a copy of a context initialised
+    /// once (EVP_DigestSignInit fetches the digest and builds the key context,
+    /// which costs about a third of the signature itself).
     public func sign(_ message: [UInt8]) throws -> [UInt8] {
         guard let ctx = EVP_MD_CTX_new() else { throw DeviceSimError.openSSL("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pointer) == 1 else {
-            throw DeviceSimError.openSSL("EVP_DigestSignInit")
+        guard EVP_MD_CTX_copy_ex(ctx, signingTemplate.pointer) == 1 else {
+            throw DeviceSimError.openSSL("EVP_MD_CTX_copy_ex")
         }
         var signature = [UInt8](repeating: 0, count: maxSignatureSize)
         var length = signature.count
@@ -116,4 +126,20 @@ public final class ECKey: @unchecked Sendable {
         guard ok else { throw DeviceSimError.openSSL("BN_bn2binpad") }
         return out
     }
+}
+
+/// An EVP_MD_CTX after EVP_DigestSignInit(SHA-256, key), owned by its ECKey.
+final class SigningContext {
+    let pointer: OpaquePointer
+
+    init(key: OpaquePointer) throws {
+        guard let ctx = EVP_MD_CTX_new() else { throw DeviceSimError.openSSL("EVP_MD_CTX_new") }
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key) == 1 else {
+            EVP_MD_CTX_free(ctx)
+            throw DeviceSimError.openSSL("EVP_DigestSignInit")
+        }
+        pointer = ctx
+    }
+
+    deinit { EVP_MD_CTX_free(pointer) }
 }
