@@ -98,7 +98,7 @@ struct AttestationTests {
         #expect(OpenSSLChecks.receiptContent(receipt, anchor: fixture.ca.root.der, at: Fixture.time) == nil)
         let content = try require(OpenSSLChecks.receiptContent(receipt, anchor: fixture.receiptCA.root.der, at: Fixture.time))
         let fields = try OpenSSLChecks.receiptFields(content)
-        #expect(fields.map(\.0) == [2, 3, 4, 5, 6, 7, 12, 19, 21])
+        #expect(fields.map(\.0) == [2, 3, 4, 5, 6, 7, 12, 21])
         let byType = Dictionary(fields, uniquingKeysWith: { first, _ in first })
         #expect(byType[2] == Array(Fixture.appId.utf8))
         #expect(byType[3] == parsed.x5c[0])
@@ -107,7 +107,6 @@ struct AttestationTests {
         #expect(byType[6] == Array("ATTEST".utf8))
         #expect(byType[7] == Array("sandbox".utf8))
         #expect(byType[12] == Array("2026-11-18T11:06:40.000Z".utf8))
-        #expect(byType[19] == Array("2026-11-19T11:06:40.000Z".utf8))
         #expect(byType[21] == Array("2027-02-16T11:06:40.000Z".utf8))
     }
 

@@ -126,8 +126,8 @@ public final class SimDevice: @unchecked Sendable {
                 token: try options.receiptToken ?? Data(Digest.randomBytes(64)).base64EncodedString(),
                 kind: .attest,
                 environment: environment.receiptEnvironment,
+                // ATTEST receipts from real devices carry no field 19 (not before).
                 createdAtMillis: createdAt,
-                notBeforeMillis: createdAt + 86_400_000,
                 expiresAtMillis: createdAt + options.receiptLifetimeMillis)
             let signingCA = mutation == .receiptUntrusted ? try ReceiptCA(name: "Untrusted Receipt") : receiptCA
             var receipt = try signingCA.sign(payload)
