@@ -67,6 +67,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "VerifierTests", dependencies: ["Verifier", "DeviceSim"], swiftSettings: strict),
+        .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
