@@ -20,7 +20,6 @@ static inline uint64_t CAssertGate_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP
 static inline uint64_t CAssertGate_SSL_OP_CIPHER_SERVER_PREFERENCE(void) { return SSL_OP_CIPHER_SERVER_PREFERENCE; }
 static inline long CAssertGate_SSL_MODE_RELEASE_BUFFERS(void) { return (long)SSL_MODE_RELEASE_BUFFERS; }
 static inline long CAssertGate_SSL_SESS_CACHE_OFF(void) { return (long)SSL_SESS_CACHE_OFF; }
-static inline int CAssertGate_SSL_FILETYPE_PEM(void) { return SSL_FILETYPE_PEM; }
 
 /// Server-side ALPN preference list handed to the select callback as its
 /// `arg`. Allocated and freed by TLSServerContext; never owned by OpenSSL.

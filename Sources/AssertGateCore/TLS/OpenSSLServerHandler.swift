@@ -52,6 +52,7 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     /// How many entries at the front of `pendingWrites` have been flushed.
     private var flushedWriteCount = 0
     private var encrypting = false
+    private var encryptAgain = false
 
     private var plaintext = CircularBuffer<ByteBuffer>()
     /// The next handler called `read()` and has not yet received a batch.
@@ -295,10 +296,23 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     /// has accumulated; stops while the channel is not writable (resumed by
     /// `channelWritabilityChanged`) unless closing.
     private func encryptFlushedWrites(context: ChannelHandlerContext, honourWritability: Bool) {
-        guard !self.encrypting, let connection = self.connection else { return }
+        guard let connection = self.connection else { return }
+        guard !self.encrypting else {
+            // Re-entered, typically from `flush()` below draining the socket
+            // and firing writability: let the running call do another pass.
+            self.encryptAgain = true
+            return
+        }
         self.encrypting = true
         defer { self.encrypting = false }
+        repeat {
+            self.encryptAgain = false
+            self.encryptionPass(context: context, connection: connection, honourWritability: honourWritability)
+        } while self.encryptAgain && self.flushedWriteCount > 0 && self.state == .active
+            && context.channel.isWritable
+    }
 
+    private func encryptionPass(context: ChannelHandlerContext, connection: TLSConnection, honourWritability: Bool) {
         // Promises of writes fully encrypted since the last emit, chained
         // onto the first so the whole group completes with one channel write.
         var promise: EventLoopPromise<Void>?

@@ -83,22 +83,36 @@ public final class TLSServerContext: @unchecked Sendable {
         _ = CAssertGate_SSL_CTX_set_session_cache_mode(context, CAssertGate_SSL_SESS_CACHE_OFF())
         // Idle connections give their 16 KiB record buffers back.
         _ = CAssertGate_SSL_CTX_set_mode(context, CAssertGate_SSL_MODE_RELEASE_BUFFERS())
-        // An encrypted key must fail to load, not block on a terminal prompt.
-        SSL_CTX_set_default_passwd_cb(context, { _, _, _, _ in 0 })
 
         guard SSL_CTX_use_certificate_chain_file(context, certificatePath) == 1 else {
             throw .certificate(path: certificatePath, reason: OpenSSLErrorQueue.drain())
         }
-        guard SSL_CTX_use_PrivateKey_file(context, privateKeyPath, CAssertGate_SSL_FILETYPE_PEM()) == 1 else {
-            throw .privateKey(path: privateKeyPath, reason: OpenSSLErrorQueue.drain())
-        }
-        guard SSL_CTX_check_private_key(context) == 1 else {
+        // Parse the key separately so "unreadable key" and "key of another
+        // certificate" are different errors.
+        let key = try Self.readPrivateKey(path: privateKeyPath)
+        defer { EVP_PKEY_free(key) }
+        guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
             throw .keyMismatch(
                 certificatePath: certificatePath, privateKeyPath: privateKeyPath,
                 reason: OpenSSLErrorQueue.drain())
         }
         success = true
         return context
+    }
+
+    /// Reads a PEM private key (any type OpenSSL supports: EC P-256, RSA…).
+    /// The caller frees the returned `EVP_PKEY`.
+    private static func readPrivateKey(path: String) throws(TLSConfigurationError) -> OpaquePointer {
+        guard let file = BIO_new_file(path, "r") else {
+            throw .privateKey(path: path, reason: OpenSSLErrorQueue.drain())
+        }
+        defer { BIO_free(file) }
+        // The password callback refuses: encrypted keys are a config error,
+        // never an interactive prompt.
+        guard let key = PEM_read_bio_PrivateKey(file, nil, { _, _, _, _ in 0 }, nil) else {
+            throw .privateKey(path: path, reason: OpenSSLErrorQueue.drain())
+        }
+        return key
     }
 }
 
