@@ -40,8 +40,8 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     static let plaintextSliceSize = 64 * 1024
     /// Ciphertext emitted before the end of a flush once this much is pending.
     static let ciphertextEmitThreshold = 256 * 1024
-    /// Decrypted bytes coalesced into one inbound buffer.
-    static let plaintextBatchSize = 64 * 1024
+    /// Capacity of each inbound plaintext buffer: one full TLS record.
+    static let plaintextBufferSize = TLSConnection.maximumRecordSize
 
     private let tlsContext: TLSServerContext
     private let logger: Logger
@@ -106,10 +106,16 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
         guard let connection = self.connection else { return }
         switch self.state {
         case .handshaking:
-            connection.feedCiphertext(self.unwrapInboundIn(data))
+            guard connection.feedCiphertext(self.unwrapInboundIn(data)) else {
+                self.fail(context: context, reason: "cannot buffer ciphertext (BIO_write failed)")
+                return
+            }
             self.advanceHandshake(context: context, connection: connection)
         case .active:
-            connection.feedCiphertext(self.unwrapInboundIn(data))
+            guard connection.feedCiphertext(self.unwrapInboundIn(data)) else {
+                self.fail(context: context, reason: "cannot buffer ciphertext (BIO_write failed)")
+                return
+            }
             self.decrypt(context: context, connection: connection)
         case .closing, .closed:
             // After close_notify nothing the peer sends matters.
@@ -169,19 +175,19 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     }
 
     /// Decrypts every complete record in the read BIO into `plaintext`.
+    /// Small records share a buffer; a full buffer is queued and a new one
+    /// started, so decrypted bytes are never copied again.
     private func decrypt(context: ChannelHandlerContext, connection: TLSConnection) {
-        var batch: ByteBuffer?
+        var buffer = context.channel.allocator.buffer(capacity: Self.plaintextBufferSize)
         var peerClosed = false
         loop: while true {
-            var buffer = batch ?? context.channel.allocator.buffer(capacity: TLSConnection.maximumRecordSize)
+            if buffer.writableBytes == 0 {
+                self.plaintext.append(buffer)
+                buffer = context.channel.allocator.buffer(capacity: Self.plaintextBufferSize)
+            }
             switch connection.readPlaintext(into: &buffer) {
             case .bytes:
-                if buffer.readableBytes >= Self.plaintextBatchSize {
-                    self.plaintext.append(buffer)
-                    batch = nil
-                } else {
-                    batch = buffer
-                }
+                continue
             case .wantsMoreData:
                 break loop
             case .peerClosed:
@@ -192,8 +198,8 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
                 return
             }
         }
-        if let batch, batch.readableBytes > 0 {
-            self.plaintext.append(batch)
+        if buffer.readableBytes > 0 {
+            self.plaintext.append(buffer)
         }
         // Reading can produce records of our own (e.g. a TLS 1.3 KeyUpdate reply).
         if connection.pendingCiphertextBytes > 0 {

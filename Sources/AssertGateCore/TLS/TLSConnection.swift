@@ -67,19 +67,18 @@ final class TLSConnection {
     }
 
     /// Appends ciphertext to the read BIO (the BIO copies it; that copy is
-    /// the only one).
-    func feedCiphertext(_ buffer: ByteBuffer) {
+    /// the only one). False only if OpenSSL could not allocate.
+    func feedCiphertext(_ buffer: ByteBuffer) -> Bool {
         buffer.withUnsafeReadableBytes { bytes in
+            guard let base = bytes.baseAddress else { return true }
             var offset = 0
             while offset < bytes.count {
                 let chunk = min(bytes.count - offset, Int(Int32.max))
-                guard let base = bytes.baseAddress else { return }
                 let written = BIO_write(self.readBIO, base + offset, Int32(chunk))
-                // A memory BIO accepts everything unless allocation fails;
-                // then the handshake/read will fail and close the connection.
-                guard written > 0 else { return }
+                guard written > 0 else { return false }
                 offset += Int(written)
             }
+            return true
         }
     }
 
@@ -97,14 +96,15 @@ final class TLSConnection {
         }
     }
 
-    /// Decrypts at most one record into `buffer`.
+    /// Decrypts into the writable space `buffer` already has (at most one
+    /// record); the caller supplies a buffer with free capacity, so nothing
+    /// is reallocated or copied here.
     func readPlaintext(into buffer: inout ByteBuffer) -> ReadStep {
         OpenSSLErrorQueue.clear()
         var code: Int32 = 0
-        let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: Self.maximumRecordSize) { target in
+        let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1) { target in
             guard let base = target.baseAddress else { return 0 }
-            let count = Int32(clamping: target.count)
-            let result = SSL_read(self.ssl, base, count)
+            let result = SSL_read(self.ssl, base, Int32(clamping: target.count))
             if result > 0 { return Int(result) }
             code = SSL_get_error(self.ssl, result)
             return 0
