@@ -218,7 +218,8 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     private func deliverPlaintext(context: ChannelHandlerContext) {
         self.readRequested = false
         self.delivering = true
-        while let buffer = self.plaintext.popFirst() {
+        // A handler downstream may close the channel mid-batch; stop then.
+        while self.state != .closed, let buffer = self.plaintext.popFirst() {
             context.fireChannelRead(self.wrapInboundOut(buffer))
         }
         self.delivering = false

@@ -11,9 +11,10 @@ import Testing
 
     private func makeContext(
         _ directory: TLSTestSupport.TemporaryDirectory,
-        alpn: [String] = ALPN.defaultProtocols
+        alpn: [String] = ALPN.defaultProtocols,
+        keyType: TLSTestSupport.KeyType = .p256
     ) async throws -> TLSServerContext {
-        let files = try await TLSTestSupport.makeCertificate(in: directory)
+        let files = try await TLSTestSupport.makeCertificate(in: directory, keyType: keyType)
         return try TLSServerContext(certificatePath: files.certificate, privateKeyPath: files.key, alpn: alpn)
     }
 
@@ -51,6 +52,44 @@ import Testing
         #expect(result.status == 0, "curl failed: \(result.stderr)")
         #expect(result.stdout == "hello\n1.1")
         #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
+    }
+
+    @Test(arguments: [
+        (TLSTestSupport.KeyType.p256, "1.2"), (.p256, "1.3"), (.rsa2048, "1.2"), (.rsa2048, "1.3"),
+    ])
+    func curlOverEachKeyTypeAndTLSVersion(keyType: TLSTestSupport.KeyType, version: String) async throws {
+        let directory = try TLSTestSupport.TemporaryDirectory()
+        let context = try await self.makeContext(directory, keyType: keyType)
+        let events = ServerEvents()
+        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events) }
+        defer { Task { try? await server.stop() } }
+
+        let result = try await TLSTestSupport.run(
+            "curl", [
+                "-sS", "-k", "--http1.1", "--tlsv\(version)", "--tls-max", version, "--max-time", "30",
+                "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/",
+            ],
+            in: directory)
+        #expect(result.status == 0, "curl failed: \(result.stderr)")
+        #expect(result.stdout == "hello\n1.1")
+        #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
+    }
+
+    @Test func clientLimitedToTLS11IsRefused() async throws {
+        let directory = try TLSTestSupport.TemporaryDirectory()
+        let context = try await self.makeContext(directory)
+        let events = ServerEvents()
+        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events) }
+        defer { Task { try? await server.stop() } }
+
+        let result = try await TLSTestSupport.run(
+            "curl", ["-sS", "-k", "--tlsv1.0", "--tls-max", "1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"],
+            in: directory)
+        #expect(result.status != 0)
+        #expect(result.stdout.isEmpty)
+        // The server's protocol_version alert reached the client before the close.
+        #expect(result.stderr.contains("alert protocol version"), "curl said: \(result.stderr)")
+        #expect(try await events.next("server-side close") { $0 == .closed } == .closed)
     }
 
     @Test func curlHTTP2NegotiatesH2() async throws {
