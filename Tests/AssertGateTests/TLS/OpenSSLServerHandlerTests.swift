@@ -22,36 +22,34 @@ import Testing
         let directory = try TLSTestSupport.TemporaryDirectory()
         let context = try await self.makeContext(directory)
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context) { EchoRecorder(events: events) }
-        defer { Task { try? await server.stop() } }
+        try await TLSTestServer.with(context: context, application: { EchoRecorder(events: events) }) { server in
+            let input = directory.path("input.txt")
+            try "ping\n".write(toFile: input, atomically: true, encoding: .utf8)
+            let result = try await TLSTestSupport.run(
+                "openssl", ["s_client", "-connect", "127.0.0.1:\(server.port)", "-alpn", "h2", "-servername", "localhost"],
+                in: directory, stdinFile: input)
 
-        let input = directory.path("input.txt")
-        try "ping\n".write(toFile: input, atomically: true, encoding: .utf8)
-        let result = try await TLSTestSupport.run(
-            "openssl", ["s_client", "-connect", "127.0.0.1:\(server.port)", "-alpn", "h2", "-servername", "localhost"],
-            in: directory, stdinFile: input)
-
-        #expect(result.stdout.contains("ALPN protocol: h2"), "s_client output:\n\(result.stdout)\n\(result.stderr)")
-        #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "h2"))
-        #expect(try await events.next("ping") { if case .received = $0 { true } else { false } } == .received("ping\n"))
-        // s_client sends close_notify at end of input; the server must close.
-        #expect(try await events.next("close") { $0 == .closed } == .closed)
-        #expect(result.status == 0, "s_client failed: \(result.stderr)")
+            #expect(result.stdout.contains("ALPN protocol: h2"), "s_client output:\n\(result.stdout)\n\(result.stderr)")
+            #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "h2"))
+            #expect(try await events.next("ping") { if case .received = $0 { true } else { false } } == .received("ping\n"))
+            // s_client sends close_notify at end of input; the server must close.
+            #expect(try await events.next("close") { $0 == .closed } == .closed)
+            #expect(result.status == 0, "s_client failed: \(result.stderr)")
+        }
     }
 
     @Test func curlHTTP11GetsResponseOverHTTP11ALPN() async throws {
         let directory = try TLSTestSupport.TemporaryDirectory()
         let context = try await self.makeContext(directory)
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events) }
-        defer { Task { try? await server.stop() } }
-
-        let result = try await TLSTestSupport.run(
-            "curl", ["-sS", "-k", "--http1.1", "--max-time", "30", "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/"],
-            in: directory)
-        #expect(result.status == 0, "curl failed: \(result.stderr)")
-        #expect(result.stdout == "hello\n1.1")
-        #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
+        try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
+            let result = try await TLSTestSupport.run(
+                "curl", ["-sS", "-k", "--http1.1", "--max-time", "30", "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/"],
+                in: directory)
+            #expect(result.status == 0, "curl failed: \(result.stderr)")
+            #expect(result.stdout == "hello\n1.1")
+            #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
+        }
     }
 
     @Test(arguments: [
@@ -61,65 +59,61 @@ import Testing
         let directory = try TLSTestSupport.TemporaryDirectory()
         let context = try await self.makeContext(directory, keyType: keyType)
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events) }
-        defer { Task { try? await server.stop() } }
-
-        let result = try await TLSTestSupport.run(
-            "curl", [
-                "-sS", "-k", "--http1.1", "--tlsv\(version)", "--tls-max", version, "--max-time", "30",
-                "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/",
-            ],
-            in: directory)
-        #expect(result.status == 0, "curl failed: \(result.stderr)")
-        #expect(result.stdout == "hello\n1.1")
-        #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
+        try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
+            let result = try await TLSTestSupport.run(
+                "curl", [
+                    "-sS", "-k", "--http1.1", "--tlsv\(version)", "--tls-max", version, "--max-time", "30",
+                    "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/",
+                ],
+                in: directory)
+            #expect(result.status == 0, "curl failed: \(result.stderr)")
+            #expect(result.stdout == "hello\n1.1")
+            #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
+        }
     }
 
     @Test func clientLimitedToTLS11IsRefused() async throws {
         let directory = try TLSTestSupport.TemporaryDirectory()
         let context = try await self.makeContext(directory)
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events) }
-        defer { Task { try? await server.stop() } }
-
-        let result = try await TLSTestSupport.run(
-            "curl", ["-sS", "-k", "--tlsv1.0", "--tls-max", "1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"],
-            in: directory)
-        #expect(result.status != 0)
-        #expect(result.stdout.isEmpty)
-        // The server's protocol_version alert reached the client before the close.
-        #expect(result.stderr.contains("alert protocol version"), "curl said: \(result.stderr)")
-        #expect(try await events.next("server-side close") { $0 == .closed } == .closed)
+        try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
+            let result = try await TLSTestSupport.run(
+                "curl", ["-sS", "-k", "--tlsv1.0", "--tls-max", "1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"],
+                in: directory)
+            #expect(result.status != 0)
+            #expect(result.stdout.isEmpty)
+            // The server's protocol_version alert reached the client before the close.
+            #expect(result.stderr.contains("alert protocol version"), "curl said: \(result.stderr)")
+            #expect(try await events.next("server-side close") { $0 == .closed } == .closed)
+        }
     }
 
     @Test func curlHTTP2NegotiatesH2() async throws {
         let directory = try TLSTestSupport.TemporaryDirectory()
         let context = try await self.makeContext(directory)
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events) }
-        defer { Task { try? await server.stop() } }
-
-        // The responder only speaks HTTP/1.1, so curl's request fails after
-        // the preface; what matters is ALPN and that the preface decrypts.
-        _ = try await TLSTestSupport.run(
-            "curl", ["-sS", "-k", "--http2", "--max-time", "30", "https://127.0.0.1:\(server.port)/"], in: directory)
-        #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "h2"))
-        #expect(try await events.next("preface") { $0 == .http2Preface } == .http2Preface)
+        try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
+            // The responder only speaks HTTP/1.1, so curl's request fails after
+            // the preface; what matters is ALPN and that the preface decrypts.
+            _ = try await TLSTestSupport.run(
+                "curl", ["-sS", "-k", "--http2", "--max-time", "30", "https://127.0.0.1:\(server.port)/"], in: directory)
+            #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "h2"))
+            #expect(try await events.next("preface") { $0 == .http2Preface } == .http2Preface)
+        }
     }
 
     @Test func curlHTTP2FallsBackWhenServerOnlyOffersHTTP11() async throws {
         let directory = try TLSTestSupport.TemporaryDirectory()
         let context = try await self.makeContext(directory, alpn: ["http/1.1"])
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events) }
-        defer { Task { try? await server.stop() } }
-
-        let result = try await TLSTestSupport.run(
-            "curl", ["-sS", "-k", "--http2", "--max-time", "30", "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/"],
-            in: directory)
-        #expect(result.status == 0, "curl failed: \(result.stderr)")
-        #expect(result.stdout == "hello\n1.1")
-        #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
+        try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
+            let result = try await TLSTestSupport.run(
+                "curl", ["-sS", "-k", "--http2", "--max-time", "30", "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/"],
+                in: directory)
+            #expect(result.status == 0, "curl failed: \(result.stderr)")
+            #expect(result.stdout == "hello\n1.1")
+            #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
+        }
     }
 
     @Test func largeDownloadIsByteExact() async throws {
@@ -127,23 +121,22 @@ import Testing
         let context = try await self.makeContext(directory)
         let payload = TLSTestSupport.payload(count: Self.largeSize)
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events, payload: payload) }
-        defer { Task { try? await server.stop() } }
-
-        let output = directory.path("download.bin")
-        let result = try await TLSTestSupport.run(
-            "curl", ["-sS", "-k", "--http1.1", "--max-time", "120", "-o", output, "https://127.0.0.1:\(server.port)/big"],
-            in: directory, timeout: 150)
-        #expect(result.status == 0, "curl failed: \(result.stderr)")
-        let received = try Data(contentsOf: URL(fileURLWithPath: output))
-        var expected = TLSTestSupport.Checksum()
-        expected.update(payload)
-        var actual = TLSTestSupport.Checksum()
-        actual.update(received)
-        #expect(received.count == Self.largeSize)
-        #expect(actual == expected, "checksum \(actual.hex) != \(expected.hex)")
-        // The single 20 MiB write's promise completes once all ciphertext left.
-        #expect(try await events.next("body written") { if case .bodyWritten = $0 { true } else { false } } == .bodyWritten(bytes: Self.largeSize))
+        try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events, payload: payload) }) { server in
+            let output = directory.path("download.bin")
+            let result = try await TLSTestSupport.run(
+                "curl", ["-sS", "-k", "--http1.1", "--max-time", "120", "-o", output, "https://127.0.0.1:\(server.port)/big"],
+                in: directory, timeout: 150)
+            #expect(result.status == 0, "curl failed: \(result.stderr)")
+            let received = try Data(contentsOf: URL(fileURLWithPath: output))
+            var expected = TLSTestSupport.Checksum()
+            expected.update(payload)
+            var actual = TLSTestSupport.Checksum()
+            actual.update(received)
+            #expect(received.count == Self.largeSize)
+            #expect(actual == expected, "checksum \(actual.hex) != \(expected.hex)")
+            // The single 20 MiB write's promise completes once all ciphertext left.
+            #expect(try await events.next("body written") { if case .bodyWritten = $0 { true } else { false } } == .bodyWritten(bytes: Self.largeSize))
+        }
     }
 
     @Test(arguments: [false, true])
@@ -156,22 +149,19 @@ import Testing
         var expected = TLSTestSupport.Checksum()
         expected.update(payload)
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context, autoRead: autoRead) {
-            MiniHTTPResponder(events: events, manualRead: !autoRead)
+        try await TLSTestServer.with(context: context, autoRead: autoRead, application: { MiniHTTPResponder(events: events, manualRead: !autoRead) }) { server in
+            let result = try await TLSTestSupport.run(
+                "curl", [
+                    "-sS", "-k", "--http1.1", "--max-time", "120", "-H", "Expect:", "-H", "Content-Type: application/octet-stream",
+                    "--data-binary", "@\(input)", "https://127.0.0.1:\(server.port)/upload",
+                ],
+                in: directory, timeout: 150)
+            #expect(result.status == 0, "curl failed: \(result.stderr)")
+            #expect(result.stdout == "\(Self.largeSize) \(expected.hex)")
+            #expect(
+                try await events.next("upload") { if case .upload = $0 { true } else { false } }
+                    == .upload(bytes: Self.largeSize, checksum: expected.hex))
         }
-        defer { Task { try? await server.stop() } }
-
-        let result = try await TLSTestSupport.run(
-            "curl", [
-                "-sS", "-k", "--http1.1", "--max-time", "120", "-H", "Expect:", "-H", "Content-Type: application/octet-stream",
-                "--data-binary", "@\(input)", "https://127.0.0.1:\(server.port)/upload",
-            ],
-            in: directory, timeout: 150)
-        #expect(result.status == 0, "curl failed: \(result.stderr)")
-        #expect(result.stdout == "\(Self.largeSize) \(expected.hex)")
-        #expect(
-            try await events.next("upload") { if case .upload = $0 { true } else { false } }
-                == .upload(bytes: Self.largeSize, checksum: expected.hex))
     }
 
     @Test(arguments: [
@@ -184,31 +174,30 @@ import Testing
         let directory = try TLSTestSupport.TemporaryDirectory()
         let context = try await self.makeContext(directory)
         let events = ServerEvents()
-        let server = try await TLSTestServer(context: context) { MiniHTTPResponder(events: events) }
-        defer { Task { try? await server.stop() } }
-
-        let client = try await ClientBootstrap(group: server.group)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(RawClientRecorder())
+        try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
+            let client = try await ClientBootstrap(group: server.group)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(RawClientRecorder())
+                    }
                 }
+                .connect(host: "127.0.0.1", port: server.port)
+                .get()
+            try await client.writeAndFlush(ByteBuffer(bytes: garbage)).get()
+            // For the oversized-record case OpenSSL may wait for more bytes;
+            // half-closing our side makes the server see the end either way.
+            if garbage.first == 0x16 {
+                try? await client.close(mode: .output).get()
             }
-            .connect(host: "127.0.0.1", port: server.port)
-            .get()
-        try await client.writeAndFlush(ByteBuffer(bytes: garbage)).get()
-        // For the oversized-record case OpenSSL may wait for more bytes;
-        // half-closing our side makes the server see the end either way.
-        if garbage.first == 0x16 {
-            try? await client.close(mode: .output).get()
-        }
-        try await TLSTestSupport.withDeadline(30, "server to close the garbage connection") {
-            try await client.closeFuture.get()
-        }
-        #expect(try await events.next("server-side close") { $0 == .closed } == .closed)
+            try await TLSTestSupport.withDeadline(30, "server to close the garbage connection") {
+                try await client.closeFuture.get()
+            }
+            #expect(try await events.next("server-side close") { $0 == .closed } == .closed)
 
-        let result = try await TLSTestSupport.run(
-            "curl", ["-sS", "-k", "--http1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"], in: directory)
-        #expect(result.status == 0, "curl after garbage failed: \(result.stderr)")
-        #expect(result.stdout == "hello")
+            let result = try await TLSTestSupport.run(
+                "curl", ["-sS", "-k", "--http1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"], in: directory)
+            #expect(result.status == 0, "curl after garbage failed: \(result.stderr)")
+            #expect(result.stdout == "hello")
+        }
     }
 }

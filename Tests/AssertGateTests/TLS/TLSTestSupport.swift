@@ -271,6 +271,23 @@ final class TLSTestServer: Sendable {
         }
     }
 
+    /// Runs `body` against a fresh server and always stops it afterwards.
+    static func with(
+        context: TLSServerContext,
+        autoRead: Bool = true,
+        application: @escaping @Sendable () -> any ChannelHandler,
+        _ body: (TLSTestServer) async throws -> Void
+    ) async throws {
+        let server = try await TLSTestServer(context: context, autoRead: autoRead, application: application)
+        do {
+            try await body(server)
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+        try await server.stop()
+    }
+
     func stop() async throws {
         try await self.channel.close().get()
         try await self.group.shutdownGracefully()
