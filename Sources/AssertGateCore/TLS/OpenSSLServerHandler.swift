@@ -271,6 +271,11 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
             }
             // Everything the application flushed goes out before close_notify.
             self.encryptFlushedWrites(context: context, honourWritability: false)
+            guard self.state == .active else {
+                // Encryption failed and already closed: no close_notify after a fatal error.
+                context.close(mode: mode, promise: promise)
+                return
+            }
             self.state = .closing
             self.failPendingWrites(ChannelError.ioOnClosedChannel)
             connection.shutdown()
