@@ -264,15 +264,16 @@ private struct SectionParser {
         for (i, item) in items.enumerated() {
             let path = "apps[\(i)]"
             guard let view = reader.mapping(item, path: path, allowed: ["appId", "environments"]) else { continue }
-            guard let appId = reader.string(view, "appId", required: true), let idNode = view["appId"] else { continue }
-            if let e = ConfigSyntax.appId(appId) {
-                reader.error(at: idNode, "\(path).appId: \(e.message)")
-                continue
+            var appId = reader.string(view, "appId", required: true)
+            if let id = appId, let idNode = view["appId"] {
+                if let e = ConfigSyntax.appId(id) {
+                    reader.error(at: idNode, "\(path).appId: \(e.message)")
+                    appId = nil
+                } else if let first = seen[id] {
+                    reader.error(at: idNode, "\(path).appId: '\(id)' is already listed as apps[\(first)]")
+                }
+                seen[id] = seen[id] ?? i
             }
-            if let first = seen[appId] {
-                reader.error(at: idNode, "\(path).appId: '\(appId)' is already listed as apps[\(first)]")
-            }
-            seen[appId] = i
             var envs: Set<AppEnvironment> = [.production]
             if let envNode = view["environments"], let list = reader.sequence(envNode, path: "\(path).environments") {
                 envs = []
@@ -287,7 +288,7 @@ private struct SectionParser {
                     envs.insert(env)
                 }
             }
-            result.append(AppConfig(appId: appId, environments: envs))
+            if let appId { result.append(AppConfig(appId: appId, environments: envs)) }
         }
         return result
     }
