@@ -126,15 +126,15 @@ private struct SectionParser {
         let listeners = parseListeners(top)
         let admin = top["admin"].map(parseAdmin) ?? AdminConfig()
         let apps = parseApps(top)
-        let attestation = top["attestation"].map(parseAttestation) ?? AttestationConfig()
-        let store = top["store"].map(parseStore) ?? .memory
         let trust = top["trust"].map(parseTrust) ?? TrustConfig()
+        let attestation = parseAttestation(top["attestation"], trustPrefix: trust.headerPrefix, top: top)
+        let store = top["store"].map(parseStore) ?? .memory
         let upstreams = parseUpstreams(top)
         let limits = top["limits"].map(parseLimits) ?? LimitsConfig()
         let routes = parseRoutes(top, upstreams: upstreams, limits: limits)
         let fraudMetric = top["fraudMetric"].flatMap(parseFraudMetric)
         let logging = top["logging"].map(parseLogging) ?? LoggingConfig()
-        crossCheck(listeners: listeners, admin: admin, top: top, attestation: attestation, trust: trust)
+        crossCheck(listeners: listeners, admin: admin, top: top)
         guard let upstreams, let routes else { return nil }
         return GatewayConfig(
             listeners: listeners, admin: admin, apps: apps, attestation: attestation, store: store, trust: trust,
@@ -293,8 +293,20 @@ private struct SectionParser {
         return result
     }
 
-    func parseAttestation(_ node: Node) -> AttestationConfig {
+    func parseAttestation(_ node: Node?, trustPrefix: String, top: ConfigReader.MappingView) -> AttestationConfig {
         var a = AttestationConfig()
+        // Default header names must not fall under a custom trust prefix either.
+        let prefix = trustPrefix.lowercased()
+        let explicit = node.flatMap { n -> Set<String>? in
+            guard case .mapping(let m) = n, case .mapping(let h)? = m["headers"] else { return nil }
+            return Set(h.keys.compactMap(\.string))
+        } ?? []
+        for (key, name) in [("keyId", a.headers.keyId), ("assertion", a.headers.assertion), ("challenge", a.headers.challenge)]
+        where !explicit.contains(key) && name.lowercased().hasPrefix(prefix) {
+            reader.error(top.entries["trust"]?.key.mark?.line,
+                "trust.headerPrefix: '\(trustPrefix)' would strip the assertion header \(name); rename attestation.headers.\(key)")
+        }
+        guard let node else { return a }
         guard let view = reader.mapping(node, path: "attestation", allowed: [
             "prefix", "challengeTTL", "challengeRate", "trustAnchors", "receiptTrustAnchors", "clockSkew", "headers",
         ]) else { return a }
@@ -322,6 +334,10 @@ private struct SectionParser {
                 guard let name = reader.string(hv, key), let n = hv[key] else { continue }
                 guard ConfigSyntax.isToken(name) else {
                     reader.error(at: n, "attestation.headers.\(key): '\(name)' is not a valid header name")
+                    continue
+                }
+                if name.lowercased().hasPrefix(trustPrefix.lowercased()) {
+                    reader.error(at: n, "attestation.headers.\(key): '\(name)' starts with trust.headerPrefix '\(trustPrefix)' and would be stripped")
                     continue
                 }
                 if let other = seen[name.lowercased()] {
@@ -604,22 +620,13 @@ private struct SectionParser {
 
     // MARK: cross-section checks
 
-    func crossCheck(
-        listeners: [ListenerConfig], admin: AdminConfig, top: ConfigReader.MappingView, attestation: AttestationConfig,
-        trust: TrustConfig
-    ) {
+    func crossCheck(listeners: [ListenerConfig], admin: AdminConfig, top: ConfigReader.MappingView) {
         if admin.address.port != 0, let i = listeners.firstIndex(where: { $0.address == admin.address }) {
             let line = top["admin"].flatMap { node -> Int? in
                 if case .mapping(let m) = node, let a = m["address"] { return a.mark?.line }
                 return node.mark?.line
             }
             reader.error(line, "admin.address: \(admin.address) is also listeners[\(i)]")
-        }
-        let prefix = trust.headerPrefix.lowercased()
-        for name in [attestation.headers.keyId, attestation.headers.assertion, attestation.headers.challenge]
-        where name.lowercased().hasPrefix(prefix) {
-            reader.error(top["attestation"]?.mark?.line ?? top["trust"]?.mark?.line,
-                "attestation.headers: '\(name)' starts with trust.headerPrefix '\(trust.headerPrefix)' and would be stripped")
         }
     }
 }
