@@ -21,6 +21,7 @@ struct CheckConfigCommand: ParsableCommand {
         do {
             let config = try ConfigLoader.load(path: file)
             print(ConfigSummary.render(config), terminator: "")
+            for warning in config.warnings { print("warning: \(warning)") }
             print("\(file): OK")
         } catch {
             for d in error.diagnostics {

@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 import Verifier
 
@@ -30,11 +31,14 @@ public final class AdminRouter: Sendable {
     private let readiness: @Sendable () async -> Bool
     private let actions: (any AdminActions)?
     private let readinessTimeout: Duration
+    private let logger: Logger
 
     public init(
         token: Secret?, metrics: MetricsRegistry, readiness: @escaping @Sendable () async -> Bool,
-        actions: (any AdminActions)?, readinessTimeout: Duration = .seconds(2)
+        actions: (any AdminActions)?, readinessTimeout: Duration = .seconds(2),
+        logger: Logger = Logger(label: "assertgate.admin")
     ) {
+        self.logger = logger
         self.token = Mutex(token)
         self.metrics = metrics
         self.readiness = readiness
@@ -77,11 +81,13 @@ public final class AdminRouter: Sendable {
             do {
                 let record = revoke ? try await actions.revoke(keyId: keyId) : try await actions.keyRecord(keyId: keyId)
                 guard let record else { return problem(.unknownKey, requestId, status: 404) }
+                if revoke { logger.notice("key revoked", metadata: ["keyId": "\(keyId)", "requestId": "\(requestId)"]) }
                 return AdminResponse(
                     status: 200,
                     headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store"), ("X-Request-Id", requestId)],
                     body: record.json)
             } catch {
+                logger.error("admin key action failed", metadata: ["requestId": "\(requestId)", "error": "\(error)"])
                 return problem(.storeUnavailable, requestId)
             }
         case ["reload"]:
@@ -89,8 +95,12 @@ public final class AdminRouter: Sendable {
             guard authorized(request.authorization, expected) else { return unauthorized(requestId) }
             guard request.method == "POST" else { return methodNotAllowed("POST", requestId) }
             switch await actions.reload() {
-            case .success: return ok(#"{"status":"reloaded"}"#, requestId)
-            case .failure(let e): return problem(.configInvalid, requestId, detail: e.message)
+            case .success:
+                logger.notice("configuration reloaded via admin", metadata: ["requestId": "\(requestId)"])
+                return ok(#"{"status":"reloaded"}"#, requestId)
+            case .failure(let e):
+                logger.error("reload refused, old configuration kept", metadata: ["requestId": "\(requestId)", "error": "\(e.message)"])
+                return problem(.configInvalid, requestId, detail: e.message)
             }
         default:
             return problem(.noRoute, requestId)

@@ -28,7 +28,7 @@ public final class AdminServer: Sendable {
         readiness: @escaping @Sendable () async -> Bool, actions: (any AdminActions)?,
         group: any EventLoopGroup, logger: Logger = Logger(label: "assertgate.admin")
     ) async throws -> AdminServer {
-        let router = AdminRouter(token: token, metrics: metrics, readiness: readiness, actions: actions)
+        let router = AdminRouter(token: token, metrics: metrics, readiness: readiness, actions: actions, logger: logger)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

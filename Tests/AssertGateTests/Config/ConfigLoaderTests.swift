@@ -617,3 +617,25 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         }
     }
 }
+
+@Suite struct ConfigWarningTests {
+    @Test func riskySettingsAreWarned() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        _ = try dir.writeCertAndKey()
+        let yaml = minimalYAML + """
+            admin: {address: 0.0.0.0:9901, token: inline}
+            attestation: {trustAnchors: [certs/tls.crt]}
+
+            """
+        let warnings = try load(yaml, base: dir.path).warnings
+        #expect(warnings == [
+            "attestation.trustAnchors REPLACE Apple's App Attestation Root CA: for testing only",
+            "admin.address 0.0.0.0:9901 is not loopback: /metrics and /readyz are exposed without a token",
+            "admin.token is inline in the config file; prefer {file: PATH} or {env: NAME}",
+            "store is memory: keys and counters live in this process only and are lost on restart",
+        ])
+        let quiet = minimalYAML.replacingOccurrences(of: "{memory: {}}", with: "{redis: {}}")
+        #expect(try load(quiet).warnings.isEmpty)
+    }
+}
