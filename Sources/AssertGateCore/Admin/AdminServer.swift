@@ -35,6 +35,8 @@ public final class AdminServer: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    // Idle connections are closed so a stuck client cannot hold sockets forever.
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .seconds(60)))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(router: router))
                 }
@@ -71,6 +73,14 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     init(router: AdminRouter) {
         self.router = router
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -253,6 +253,19 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
         let twice = try Subprocess.run("/usr/bin/curl", ["-sS", "--max-time", "10", "\(base)/healthz", "\(base)/healthz"])
         #expect(twice.stdout == #"{"status":"ok"}{"status":"ok"}"#)
 
+        // HEAD answers headers only; an oversized body is refused and the connection closed.
+        let head = try Self.curl(["-I", "\(base)/healthz"])
+        #expect(head.status == 200)
+        #expect(head.headers["content-length"] == "15")
+        #expect(head.body.isEmpty)
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let big = try dir.write("big", String(repeating: "x", count: 70_000))
+        let tooLarge = try Self.curl(["-X", "POST", "--data-binary", "@\(big)", "\(base)/reload"])
+        #expect(tooLarge.status == 413)
+        #expect(tooLarge.headers["connection"] == "close")
+        #expect(json(tooLarge.body)["reason"] as? String == "body-too-large")
+
         // A token replaced on reload takes effect.
         server.update(token: Secret(source: .inline, value: "tok-456"))
         #expect(try Self.curl(["-H", "Authorization: Bearer tok-123", "\(base)/keys/\(keyIdURL)"]).status == 401)
