@@ -54,3 +54,29 @@ public final class GatewayMetrics: Sendable {
         rejectionByReason[reason] ?? rejections.labels(reason.rawValue)
     }
 }
+
+/// `assertgate_requests_total` handles cached per worker: after warm-up a
+/// request costs one dictionary lookup and one relaxed atomic add, no lock.
+/// Deliberately not `Sendable`: keep one per event loop.
+public final class RequestCounterCache {
+    private struct Key: Hashable {
+        var route: String
+        var status: Int
+        var trust: String
+    }
+
+    private let family: MetricFamilyOf<Counter>
+    private var cache: [Key: Counter] = [:]
+
+    public init(metrics: GatewayMetrics) {
+        family = metrics.requests
+    }
+
+    public func counter(route: String, status: Int, trust: String) -> Counter {
+        let key = Key(route: route, status: status, trust: trust)
+        if let counter = cache[key] { return counter }
+        let counter = family.labels(route, String(status), trust)
+        cache[key] = counter
+        return counter
+    }
+}

@@ -67,7 +67,7 @@ public final class Histogram: Sendable {
         }
     }
 
-    /// Seconds since `startNanos` (a `DispatchTime`/`NIODeadline` uptime in ns).
+    /// Records a duration given in nanoseconds (e.g. a difference of `NIODeadline.now()` values) as seconds.
     public func observe(elapsedNanoseconds: Int64) {
         observe(Double(elapsedNanoseconds) / 1e9)
     }

@@ -93,4 +93,17 @@ import Testing
             #expect(line.split(separator: " ").count == 2, "bad sample line: \(line)")
         }
     }
+
+    @Test func requestCounterCacheSharesHandles() {
+        let metrics = GatewayMetrics()
+        let worker1 = RequestCounterCache(metrics: metrics)
+        let worker2 = RequestCounterCache(metrics: metrics)
+        worker1.counter(route: "/api/", status: 200, trust: "verified").inc()
+        worker2.counter(route: "/api/", status: 200, trust: "verified").inc()
+        worker2.counter(route: "/api/", status: 403, trust: "invalid").inc()
+        #expect(worker1.counter(route: "/api/", status: 200, trust: "verified") === worker2.counter(route: "/api/", status: 200, trust: "verified"))
+        let text = metrics.registry.exposition()
+        #expect(text.contains("assertgate_requests_total{route=\"/api/\",status=\"200\",trust=\"verified\"} 2\n"))
+        #expect(text.contains("assertgate_requests_total{route=\"/api/\",status=\"403\",trust=\"invalid\"} 1\n"))
+    }
 }
