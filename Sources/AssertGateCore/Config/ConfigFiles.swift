@@ -9,7 +9,8 @@ import Darwin
 /// Bounded reads of the files a config names (the config itself, secrets, PEMs).
 enum ConfigFiles {
     static func read(_ path: String, limit: Int) -> Result<[UInt8], ValueParseError> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO must not hang the loader; regular files ignore it.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return .failure(ValueParseError("cannot read '\(path)': \(errnoText())")) }
         defer { close(fd) }
         var st = stat()
