@@ -1,0 +1,147 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The admin listener (protocol.md §7): HTTP/1.1 on `admin.address`, serving
+/// `/healthz`, `/readyz`, `/metrics` and, with the bearer token, `/keys/*`
+/// and `/reload` through `AdminActions`.
+public final class AdminServer: Sendable {
+    public let router: AdminRouter
+    private let channel: any Channel
+
+    /// The port actually bound (useful with port 0).
+    public let port: Int
+
+    private init(router: AdminRouter, channel: any Channel, port: Int) {
+        self.router = router
+        self.channel = channel
+        self.port = port
+    }
+
+    /// Binds and starts serving.
+    /// - Parameters:
+    ///   - readiness: answers whether the store is reachable (Redis `PING`); bounded by a 2 s timeout.
+    ///   - actions: key lookup, revoke and reload; nil turns those routes off like a missing token.
+    public static func start(
+        address: HostPort, token: Secret?, metrics: MetricsRegistry,
+        readiness: @escaping @Sendable () async -> Bool, actions: (any AdminActions)?,
+        group: any EventLoopGroup, logger: Logger = Logger(label: "assertgate.admin")
+    ) async throws -> AdminServer {
+        let router = AdminRouter(token: token, metrics: metrics, readiness: readiness, actions: actions, logger: logger)
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    // Idle connections are closed so a stuck client cannot hold sockets forever.
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .seconds(60)))
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(router: router))
+                }
+            }
+            .bind(host: address.host, port: address.port).get()
+        let port = channel.localAddress?.port ?? address.port
+        logger.info("admin listener started", metadata: ["address": "\(HostPort(host: address.host, port: port))"])
+        return AdminServer(router: router, channel: channel, port: port)
+    }
+
+    /// Replaces the bearer token (after a reload).
+    public func update(token: Secret?) {
+        router.update(token: token)
+    }
+
+    /// Stops accepting; open connections finish their current request.
+    public func close() async throws {
+        try await channel.close()
+    }
+}
+
+/// Reads one request at a time (the pipeline handler holds back pipelined
+/// ones), asks the router, writes the answer. Bodies are discarded: no admin
+/// route takes one, and more than 64 KiB is refused.
+final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let router: AdminRouter
+    private var head: HTTPRequestHead?
+    private var bodyBytes = 0
+    private var active = true
+    static let maxBodyBytes = 64 << 10
+
+    init(router: AdminRouter) {
+        self.router = router
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        active = false
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let h):
+            head = h
+            bodyBytes = 0
+        case .body(let buffer):
+            bodyBytes += buffer.readableBytes
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            if bodyBytes > Self.maxBodyBytes {
+                let requestId = RequestId.resolve(head.headers.first(name: "x-request-id"))
+                let response = AdminResponse(
+                    status: 413, headers: [("Content-Type", ProblemDetails.contentType), ("X-Request-Id", requestId)],
+                    body: ProblemDetails.body(reason: .bodyTooLarge, requestId: requestId))
+                write(response, for: head, context: context, forceClose: true)
+                return
+            }
+            let request = AdminRequest(
+                method: head.method.rawValue, uri: head.uri,
+                authorization: head.headers.first(name: "authorization"),
+                requestIdHeader: head.headers.first(name: "x-request-id"))
+            let router = self.router
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.makeFutureWithTask {
+                await router.respond(to: request)
+            }.whenSuccess { response in
+                let (handler, context) = bound.value
+                handler.write(response, for: head, context: context, forceClose: false)
+            }
+        }
+    }
+
+    private func write(_ response: AdminResponse, for head: HTTPRequestHead, context: ChannelHandlerContext, forceClose: Bool) {
+        // The connection may have gone away while an action was running.
+        guard active else { return }
+        let keepAlive = head.isKeepAlive && !forceClose
+        var headers = HTTPHeaders(response.headers)
+        let body = head.method == .HEAD ? "" : response.body
+        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.utf8.count))
+        if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
+        let responseHead = HTTPResponseHead(
+            version: head.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        if !body.isEmpty {
+            var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
+            buffer.writeString(body)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        let done = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+        if !keepAlive {
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            done.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
+        }
+    }
+}

@@ -1,0 +1,524 @@
+import NIOCore
+import Yams
+
+/// The section-by-section parse. Each section falls back to its default when
+/// invalid so later cross-checks still run and report their own problems.
+struct ConfigSectionParser {
+    let reader: ConfigReader
+    let environment: [String: String]
+    let baseDirectory: String?
+
+    static let topKeys: Set<String> = [
+        "listeners", "admin", "apps", "attestation", "store", "trust", "upstreams", "routes", "limits",
+        "fraudMetric", "logging",
+    ]
+
+    func parse(_ root: Node) -> GatewayConfig? {
+        guard let top = reader.mapping(root, path: "", allowed: Self.topKeys) else { return nil }
+        let listeners = parseListeners(top)
+        let admin = top["admin"].map(parseAdmin) ?? AdminConfig()
+        let apps = parseApps(top)
+        let trust = top["trust"].map(parseTrust) ?? TrustConfig()
+        let attestation = parseAttestation(top["attestation"], trustPrefix: trust.headerPrefix, top: top)
+        let store = top["store"].map(parseStore) ?? .memory
+        let upstreams = parseUpstreams(top)
+        let limits = top["limits"].map(parseLimits) ?? LimitsConfig()
+        let routes = parseRoutes(top, upstreams: upstreams, limits: limits)
+        let fraudMetric = top["fraudMetric"].flatMap(parseFraudMetric)
+        let logging = top["logging"].map(parseLogging) ?? LoggingConfig()
+        crossCheck(listeners: listeners, admin: admin, top: top)
+        guard let upstreams, let routes else { return nil }
+        return GatewayConfig(
+            listeners: listeners, admin: admin, apps: apps, attestation: attestation, store: store, trust: trust,
+            upstreams: upstreams, routes: routes, limits: limits, fraudMetric: fraudMetric, logging: logging)
+    }
+
+    // MARK: listeners, admin
+
+    func parseListeners(_ top: ConfigReader.MappingView) -> [ListenerConfig] {
+        guard let node = reader.required(top, "listeners"), let items = reader.sequence(node, path: "listeners") else {
+            return []
+        }
+        if items.isEmpty { reader.error(at: node, "listeners: at least one listener is required") }
+        var result: [ListenerConfig] = []
+        var seen: [HostPort: Int] = [:]
+        for (i, item) in items.enumerated() {
+            let path = "listeners[\(i)]"
+            guard let view = reader.mapping(item, path: path, allowed: ["address", "tls"]) else { continue }
+            guard let address = address(view, "address", required: true) else { continue }
+            if address.port != 0, let first = seen[address] {
+                reader.error(at: view["address"], "\(path).address: \(address) is already used by listeners[\(first)]")
+            }
+            seen[address] = i
+            var tls: TLSConfig?
+            if let tlsNode = view["tls"],
+                let tv = reader.mapping(tlsNode, path: "\(path).tls", allowed: ["certificate", "privateKey"])
+            {
+                let cert = pemFile(tv, "certificate", label: "CERTIFICATE")
+                let key = pemFile(tv, "privateKey", label: "PRIVATE KEY")
+                if let cert, let key { tls = TLSConfig(certificate: cert, privateKey: key) }
+            }
+            result.append(ListenerConfig(address: address, tls: tls))
+        }
+        return result
+    }
+
+    func address(_ view: ConfigReader.MappingView, _ key: String, required: Bool) -> HostPort? {
+        guard let text = reader.string(view, key, required: required), let node = view[key] else { return nil }
+        switch ConfigSyntax.hostPort(text) {
+        case .success(let hp): return hp
+        case .failure(let e):
+            reader.error(at: node, "\(view.path(key)): \(e.message)")
+            return nil
+        }
+    }
+
+    func pemFile(_ view: ConfigReader.MappingView, _ key: String, label: String) -> String? {
+        guard let path = reader.string(view, key, required: true), let node = view[key] else { return nil }
+        let resolved = ConfigFiles.resolve(path, base: baseDirectory)
+        if let e = ConfigFiles.checkPEM(resolved, label: label) {
+            reader.error(at: node, "\(view.path(key)): \(e.message)")
+            return nil
+        }
+        return resolved
+    }
+
+    func parseAdmin(_ node: Node) -> AdminConfig {
+        var admin = AdminConfig()
+        guard let view = reader.mapping(node, path: "admin", allowed: ["address", "token"]) else { return admin }
+        if let address = address(view, "address", required: false) { admin.address = address }
+        admin.token = secret(view, "token")
+        return admin
+    }
+
+    // MARK: secrets
+
+    func secret(_ view: ConfigReader.MappingView, _ key: String, required isRequired: Bool = false) -> Secret? {
+        guard let node = isRequired ? reader.required(view, key) : view[key] else { return nil }
+        let path = view.path(key)
+        switch node {
+        case .scalar(let s):
+            guard !s.string.isEmpty else {
+                reader.error(at: node, "\(path): must not be empty")
+                return nil
+            }
+            return Secret(source: .inline, value: s.string)
+        case .mapping:
+            guard let sv = reader.mapping(node, path: path, allowed: ["file", "env"]) else { return nil }
+            guard sv.entries.count == 1 else {
+                reader.error(sv.line, "\(path): give exactly one of 'file' or 'env' (or an inline string)")
+                return nil
+            }
+            if let file = reader.string(sv, "file"), let fileNode = sv["file"] {
+                let resolved = ConfigFiles.resolve(file, base: baseDirectory)
+                switch ConfigFiles.read(resolved, limit: ConfigLoader.maxSecretBytes) {
+                case .failure(let e):
+                    reader.error(at: fileNode, "\(path).file: \(e.message)")
+                    return nil
+                case .success(let bytes):
+                    guard var text = String(validating: bytes, as: UTF8.self) else {
+                        reader.error(at: fileNode, "\(path).file: '\(resolved)' is not UTF-8 text")
+                        return nil
+                    }
+                    while text.hasSuffix("\n") || text.hasSuffix("\r") || text.hasSuffix("\r\n") { text.removeLast() }
+                    guard !text.isEmpty else {
+                        reader.error(at: fileNode, "\(path).file: '\(resolved)' is empty")
+                        return nil
+                    }
+                    return Secret(source: .file(resolved), value: text)
+                }
+            }
+            if let name = reader.string(sv, "env"), let envNode = sv["env"] {
+                guard let value = environment[name] else {
+                    reader.error(at: envNode, "\(path).env: environment variable \(name) is not set")
+                    return nil
+                }
+                guard !value.isEmpty else {
+                    reader.error(at: envNode, "\(path).env: environment variable \(name) is empty")
+                    return nil
+                }
+                return Secret(source: .env(name), value: value)
+            }
+            return nil
+        default:
+            reader.error(at: node, "\(path): expected a string, {file: PATH} or {env: NAME}, got \(reader.kind(node))")
+            return nil
+        }
+    }
+
+    // MARK: apps, attestation
+
+    func parseApps(_ top: ConfigReader.MappingView) -> [AppConfig] {
+        guard let node = reader.required(top, "apps"), let items = reader.sequence(node, path: "apps") else { return [] }
+        if items.isEmpty { reader.error(at: node, "apps: at least one app is required") }
+        var result: [AppConfig] = []
+        var seen: [String: Int] = [:]
+        for (i, item) in items.enumerated() {
+            let path = "apps[\(i)]"
+            guard let view = reader.mapping(item, path: path, allowed: ["appId", "environments"]) else { continue }
+            var appId = reader.string(view, "appId", required: true)
+            if let id = appId, let idNode = view["appId"] {
+                if let e = ConfigSyntax.appId(id) {
+                    reader.error(at: idNode, "\(path).appId: \(e.message)")
+                    appId = nil
+                } else if let first = seen[id] {
+                    reader.error(at: idNode, "\(path).appId: '\(id)' is already listed as apps[\(first)]")
+                }
+                seen[id] = seen[id] ?? i
+            }
+            var envs: Set<AppEnvironment> = [.production]
+            if let envNode = view["environments"], let list = reader.sequence(envNode, path: "\(path).environments") {
+                envs = []
+                if list.isEmpty { reader.error(at: envNode, "\(path).environments: must not be empty") }
+                for (j, e) in list.enumerated() {
+                    let ep = "\(path).environments[\(j)]"
+                    guard let text = reader.scalarString(e, path: ep) else { continue }
+                    guard let env = AppEnvironment(rawValue: text) else {
+                        reader.error(at: e, "\(ep): expected production or development, got '\(text)'")
+                        continue
+                    }
+                    envs.insert(env)
+                }
+            }
+            if let appId { result.append(AppConfig(appId: appId, environments: envs)) }
+        }
+        return result
+    }
+
+    func parseAttestation(_ node: Node?, trustPrefix: String, top: ConfigReader.MappingView) -> AttestationConfig {
+        var a = AttestationConfig()
+        // Default header names must not fall under a custom trust prefix either.
+        let prefix = trustPrefix.lowercased()
+        let explicit = node.flatMap { n -> Set<String>? in
+            guard case .mapping(let m) = n, case .mapping(let h)? = m["headers"] else { return nil }
+            return Set(h.keys.compactMap(\.string))
+        } ?? []
+        for (key, name) in [("keyId", a.headers.keyId), ("assertion", a.headers.assertion), ("challenge", a.headers.challenge)]
+        where !explicit.contains(key) && name.lowercased().hasPrefix(prefix) {
+            reader.error(top.entries["trust"]?.key.mark?.line,
+                "trust.headerPrefix: '\(trustPrefix)' would strip the assertion header \(name); rename attestation.headers.\(key)")
+        }
+        guard let node else { return a }
+        guard let view = reader.mapping(node, path: "attestation", allowed: [
+            "prefix", "challengeTTL", "challengeRate", "trustAnchors", "receiptTrustAnchors", "clockSkew", "headers",
+        ]) else { return a }
+        if let prefix = reader.string(view, "prefix"), let pnode = view["prefix"] {
+            if let e = ConfigSyntax.path(prefix) {
+                reader.error(at: pnode, "attestation.prefix: \(e.message)")
+            } else if prefix.hasSuffix("/") {
+                reader.error(at: pnode, "attestation.prefix: '\(prefix)' must not end with '/'")
+            } else {
+                a.prefix = prefix
+            }
+        }
+        if let ttl = reader.duration(view, "challengeTTL") { a.challengeTTL = ttl }
+        if let rate = view["challengeRate"].flatMap({ rateConfig($0, path: "attestation.challengeRate") }) {
+            a.challengeRate = rate
+        }
+        a.trustAnchors = pemList(view, "trustAnchors")
+        a.receiptTrustAnchors = pemList(view, "receiptTrustAnchors")
+        if let skew = reader.duration(view, "clockSkew", allowZero: true) { a.clockSkew = skew }
+        if let hnode = view["headers"],
+            let hv = reader.mapping(hnode, path: "attestation.headers", allowed: ["keyId", "assertion", "challenge"])
+        {
+            var seen: [String: String] = [:]
+            for key in ["keyId", "assertion", "challenge"] {
+                guard let name = reader.string(hv, key), let n = hv[key] else { continue }
+                guard ConfigSyntax.isToken(name) else {
+                    reader.error(at: n, "attestation.headers.\(key): '\(name)' is not a valid header name")
+                    continue
+                }
+                if name.lowercased().hasPrefix(trustPrefix.lowercased()) {
+                    reader.error(at: n, "attestation.headers.\(key): '\(name)' starts with trust.headerPrefix '\(trustPrefix)' and would be stripped")
+                    continue
+                }
+                if let other = seen[name.lowercased()] {
+                    reader.error(at: n, "attestation.headers.\(key): '\(name)' is also the \(other) header")
+                    continue
+                }
+                seen[name.lowercased()] = key
+                switch key {
+                case "keyId": a.headers.keyId = name
+                case "assertion": a.headers.assertion = name
+                default: a.headers.challenge = name
+                }
+            }
+        }
+        return a
+    }
+
+    func pemList(_ view: ConfigReader.MappingView, _ key: String) -> [String] {
+        guard let node = view[key], let list = reader.sequence(node, path: view.path(key)) else { return [] }
+        var out: [String] = []
+        for (i, item) in list.enumerated() {
+            let p = "\(view.path(key))[\(i)]"
+            guard let path = reader.scalarString(item, path: p) else { continue }
+            let resolved = ConfigFiles.resolve(path, base: baseDirectory)
+            if let e = ConfigFiles.checkPEM(resolved, label: "CERTIFICATE") {
+                reader.error(at: item, "\(p): \(e.message)")
+                continue
+            }
+            out.append(resolved)
+        }
+        return out
+    }
+
+    func rateConfig(_ node: Node, path: String) -> RateConfig? {
+        guard let view = reader.mapping(node, path: path, allowed: ["perSecond", "burst"]) else { return nil }
+        let perSecond = reader.required(view, "perSecond") != nil ? reader.number(view, "perSecond", greaterThanZero: true) : nil
+        let burst = reader.required(view, "burst") != nil ? reader.int(view, "burst", min: 1) : nil
+        guard let perSecond, let burst else { return nil }
+        return RateConfig(perSecond: perSecond, burst: burst)
+    }
+
+    // MARK: store, trust
+
+    func parseStore(_ node: Node) -> StoreConfig {
+        guard let view = reader.mapping(node, path: "store", allowed: ["redis", "memory"]) else { return .memory }
+        let given = ["redis", "memory"].filter { view.entries[$0] != nil }
+        guard given.count == 1 else {
+            reader.error(view.line, "store: give exactly one of 'redis' or 'memory'")
+            return .memory
+        }
+        if let mem = view.entries["memory"]?.value {
+            if !mem.isNull { _ = reader.mapping(mem, path: "store.memory", allowed: []) }
+            return .memory
+        }
+        var redis = RedisConfig()
+        guard let rnode = view.entries["redis"]?.value, !rnode.isNull else { return .redis(redis) }
+        guard let rv = reader.mapping(rnode, path: "store.redis", allowed: [
+            "url", "connectTimeout", "commandTimeout", "connectionsPerWorker",
+        ]) else { return .redis(redis) }
+        if let url = reader.string(rv, "url"), let unode = rv["url"] {
+            switch RedisURL.parse(url) {
+            case .success: redis.url = url
+            case .failure(let e): reader.error(at: unode, "store.redis.url: \(e.message)")
+            }
+        }
+        if let t = reader.duration(rv, "connectTimeout") { redis.connectTimeout = t }
+        if let t = reader.duration(rv, "commandTimeout") { redis.commandTimeout = t }
+        if let n = reader.int(rv, "connectionsPerWorker", min: 1, max: 64) { redis.connectionsPerWorker = n }
+        return .redis(redis)
+    }
+
+    func parseTrust(_ node: Node) -> TrustConfig {
+        var t = TrustConfig()
+        guard let view = reader.mapping(node, path: "trust", allowed: ["headerPrefix", "signingSecret"]) else { return t }
+        if let prefix = reader.string(view, "headerPrefix"), let n = view["headerPrefix"] {
+            if ConfigSyntax.isToken(prefix) {
+                t.headerPrefix = prefix
+            } else {
+                reader.error(at: n, "trust.headerPrefix: '\(prefix)' is not a valid header name prefix")
+            }
+        }
+        t.signingSecret = secret(view, "signingSecret")
+        return t
+    }
+
+    // MARK: upstreams, routes
+
+    static let upstreamKeys: Set<String> = [
+        "endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint",
+    ]
+
+    func parseUpstreams(_ top: ConfigReader.MappingView) -> [String: UpstreamConfig]? {
+        guard let node = reader.required(top, "upstreams") else { return nil }
+        guard case .mapping(let mapping) = node else {
+            reader.error(at: node, "upstreams: expected a mapping of name to upstream, got \(reader.kind(node))")
+            return nil
+        }
+        if mapping.count == 0 { reader.error(at: node, "upstreams: at least one upstream is required") }
+        var result: [String: UpstreamConfig] = [:]
+        for (keyNode, value) in mapping {
+            guard case .scalar(let k) = keyNode, !k.string.isEmpty,
+                k.string.utf8.allSatisfy({ ConfigSyntax.isAlnum($0) || "-_.".utf8.contains($0) })
+            else {
+                reader.error(at: keyNode, "upstreams: names must be letters, digits, '-', '_' or '.'")
+                continue
+            }
+            let name = k.string
+            let path = "upstreams.\(name)"
+            guard let view = reader.mapping(value, path: path, allowed: Self.upstreamKeys) else {
+                result[name] = UpstreamConfig(endpoints: [])
+                continue
+            }
+            var endpoints: [UpstreamEndpoint] = []
+            if let enode = reader.required(view, "endpoints"), let list = reader.sequence(enode, path: "\(path).endpoints") {
+                if list.isEmpty { reader.error(at: enode, "\(path).endpoints: at least one endpoint is required") }
+                for (i, item) in list.enumerated() {
+                    guard let text = reader.scalarString(item, path: "\(path).endpoints[\(i)]") else { continue }
+                    switch ConfigSyntax.upstreamEndpoint(text) {
+                    case .success(let ep): endpoints.append(ep)
+                    case .failure(let e): reader.error(at: item, "\(path).endpoints[\(i)]: \(e.message)")
+                    }
+                }
+            }
+            var u = UpstreamConfig(endpoints: endpoints)
+            if let t = reader.duration(view, "connectTimeout") { u.connectTimeout = t }
+            if let t = reader.duration(view, "responseTimeout") { u.responseTimeout = t }
+            if let t = reader.duration(view, "idleTimeout") { u.idleTimeout = t }
+            if let n = reader.int(view, "maxConnectionsPerEndpoint", min: 1, max: 100_000) { u.maxConnectionsPerEndpoint = n }
+            result[name] = u
+        }
+        return result
+    }
+
+    static let routeKeys: Set<String> = [
+        "match", "upstream", "mode", "challenge", "bindBody", "maxBodyBytes", "onStoreError", "maxRiskMetric",
+        "forwardAssertionHeaders",
+    ]
+
+    func parseRoutes(
+        _ top: ConfigReader.MappingView, upstreams: [String: UpstreamConfig]?, limits: LimitsConfig
+    ) -> [RouteConfig]? {
+        guard let node = reader.required(top, "routes"), let items = reader.sequence(node, path: "routes") else { return nil }
+        if items.isEmpty { reader.error(at: node, "routes: at least one route is required") }
+        var result: [RouteConfig] = []
+        for (i, item) in items.enumerated() {
+            let path = "routes[\(i)]"
+            guard let view = reader.mapping(item, path: path, allowed: Self.routeKeys) else { continue }
+            let match = reader.required(view, "match").flatMap { routeMatch($0, path: "\(path).match") }
+            let upstream = reader.string(view, "upstream", required: true)
+            if let upstream, let upstreams, upstreams[upstream] == nil, let n = view["upstream"] {
+                let known = upstreams.keys.sorted().joined(separator: ", ")
+                reader.error(at: n, "\(path).upstream: no upstream named '\(upstream)' (known: \(known))")
+            }
+            let mode = reader.oneOf(view, "mode", PolicyMode.self, required: true)
+            var challengeRequired = false
+            if let cnode = view["challenge"], let text = reader.scalarString(cnode, path: "\(path).challenge") {
+                switch text {
+                case "required": challengeRequired = true
+                case "none": challengeRequired = false
+                default: reader.error(at: cnode, "\(path).challenge: expected one of required, none, got '\(text)'")
+                }
+            }
+            let bindBody = reader.bool(view, "bindBody")
+            let maxBody = reader.size(view, "maxBodyBytes")
+            if let maxBody, maxBody > limits.maxRequestBodyBytes, let n = view["maxBodyBytes"] {
+                reader.error(at: n, "\(path).maxBodyBytes: \(SizeParser.format(maxBody)) exceeds limits.maxRequestBodyBytes (\(SizeParser.format(limits.maxRequestBodyBytes)))")
+            }
+            let onStoreError = reader.oneOf(view, "onStoreError", StoreErrorAction.self)
+            let maxRisk = reader.int(view, "maxRiskMetric", min: 0)
+            let forward = reader.bool(view, "forwardAssertionHeaders")
+            guard let match, let upstream, let mode else { continue }
+            var route = RouteConfig(match: match, upstream: upstream, mode: mode)
+            route.challengeRequired = challengeRequired
+            if let bindBody { route.bindBody = bindBody }
+            route.maxBodyBytes = maxBody ?? min(route.maxBodyBytes, limits.maxRequestBodyBytes)
+            if let onStoreError { route.onStoreError = onStoreError }
+            route.maxRiskMetric = maxRisk
+            if let forward { route.forwardAssertionHeaders = forward }
+            result.append(route)
+        }
+        return result
+    }
+
+    func routeMatch(_ node: Node, path: String) -> RouteMatch? {
+        guard let view = reader.mapping(node, path: path, allowed: ["prefix", "exact", "regex", "methods"]) else {
+            return nil
+        }
+        if let r = view.entries["regex"] {
+            reader.error(at: r.key, "\(path).regex: regex matching is not supported yet (use prefix or exact)")
+            return nil
+        }
+        let given = ["prefix", "exact"].filter { view.entries[$0] != nil }
+        guard given.count == 1 else {
+            reader.error(view.line, "\(path): give exactly one of 'prefix' or 'exact'")
+            return nil
+        }
+        let key = given[0]
+        guard let text = reader.string(view, key, required: true), let n = view[key] else { return nil }
+        if let e = ConfigSyntax.path(text) {
+            reader.error(at: n, "\(path).\(key): \(e.message)")
+            return nil
+        }
+        var methods: Set<String>?
+        if let mnode = view["methods"], let list = reader.sequence(mnode, path: "\(path).methods") {
+            if list.isEmpty { reader.error(at: mnode, "\(path).methods: must not be empty (omit it for any method)") }
+            var set = Set<String>()
+            for (i, item) in list.enumerated() {
+                guard let m = reader.scalarString(item, path: "\(path).methods[\(i)]") else { continue }
+                guard ConfigSyntax.isToken(m) else {
+                    reader.error(at: item, "\(path).methods[\(i)]: '\(m)' is not a valid method")
+                    continue
+                }
+                set.insert(m.uppercased())
+            }
+            methods = set
+        }
+        return RouteMatch(kind: key == "prefix" ? .prefix(text) : .exact(text), methods: methods)
+    }
+
+    // MARK: limits, fraudMetric, logging
+
+    func parseLimits(_ node: Node) -> LimitsConfig {
+        var l = LimitsConfig()
+        guard let view = reader.mapping(node, path: "limits", allowed: [
+            "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
+        ]) else { return l }
+        if let n = reader.int(view, "maxConcurrentStreams", min: 1, max: Int(Int32.max)) { l.maxConcurrentStreams = n }
+        if let n = reader.size(view, "maxHeaderListBytes", min: 1024) { l.maxHeaderListBytes = n }
+        if let n = reader.size(view, "maxRequestBodyBytes") { l.maxRequestBodyBytes = n }
+        if let r = view["streamResetRate"].flatMap({ rateConfig($0, path: "limits.streamResetRate") }) {
+            l.streamResetRate = r
+        }
+        return l
+    }
+
+    func parseFraudMetric(_ node: Node) -> FraudMetricConfig? {
+        guard let view = reader.mapping(node, path: "fraudMetric", allowed: [
+            "teamId", "keyId", "privateKey", "baseURL", "refreshEvery",
+        ]) else { return nil }
+        let teamId = reader.string(view, "teamId", required: true)
+        if let teamId, !ConfigSyntax.isTeamId(teamId) {
+            reader.error(at: view["teamId"], "fraudMetric.teamId: '\(teamId)' must be 10 characters of A-Z and 0-9")
+        }
+        let keyId = reader.string(view, "keyId", required: true)
+        if let keyId, !ConfigSyntax.isTeamId(keyId) {
+            reader.error(at: view["keyId"], "fraudMetric.keyId: '\(keyId)' must be 10 characters of A-Z and 0-9")
+        }
+        let key = secret(view, "privateKey", required: true)
+        var baseURL: String?
+        if let url = reader.string(view, "baseURL") {
+            if let e = ConfigSyntax.httpsURL(url) {
+                reader.error(at: view["baseURL"], "fraudMetric.baseURL: \(e.message)")
+            } else {
+                baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+            }
+        }
+        let refresh = reader.duration(view, "refreshEvery")
+        guard let teamId, let keyId, let key else { return nil }
+        var f = FraudMetricConfig(teamId: teamId, keyId: keyId, privateKey: key)
+        if let baseURL { f.baseURL = baseURL }
+        if let refresh { f.refreshEvery = refresh }
+        return f
+    }
+
+    static let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    func parseLogging(_ node: Node) -> LoggingConfig {
+        var l = LoggingConfig()
+        guard let view = reader.mapping(node, path: "logging", allowed: ["level", "format"]) else { return l }
+        if let level = reader.string(view, "level") {
+            if Self.levels.contains(level) {
+                l.level = level
+            } else {
+                reader.error(at: view["level"], "logging.level: expected one of \(Self.levels.joined(separator: ", ")), got '\(level)'")
+            }
+        }
+        if let format = reader.oneOf(view, "format", LogFormat.self) { l.format = format }
+        return l
+    }
+
+    // MARK: cross-section checks
+
+    func crossCheck(listeners: [ListenerConfig], admin: AdminConfig, top: ConfigReader.MappingView) {
+        if admin.address.port != 0, let i = listeners.firstIndex(where: { $0.address == admin.address }) {
+            let line = top["admin"].flatMap { node -> Int? in
+                if case .mapping(let m) = node, let a = m["address"] { return a.mark?.line }
+                return node.mark?.line
+            }
+            reader.error(line, "admin.address: \(admin.address) is also listeners[\(i)]")
+        }
+    }
+}

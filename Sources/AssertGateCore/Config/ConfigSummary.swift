@@ -1,0 +1,88 @@
+/// The human-readable form `assertgate check-config` prints: listeners,
+/// upstreams and routes with every default resolved. Secrets show only
+/// their source.
+public enum ConfigSummary {
+    public static func render(_ config: GatewayConfig) -> String {
+        var out: [String] = []
+        out.append("listeners:")
+        for l in config.listeners {
+            if let tls = l.tls {
+                out.append("  \(l.address)  tls (certificate \(tls.certificate), key \(tls.privateKey); ALPN h2, http/1.1)")
+            } else {
+                out.append("  \(l.address)  cleartext (h2c prior knowledge, HTTP/1.1)")
+            }
+        }
+        let token = config.admin.token.map { "token \(source($0))" } ?? "no token: /keys and /reload off"
+        out.append("admin: \(config.admin.address)  (\(token))")
+        out.append("apps:")
+        for app in config.apps {
+            out.append("  \(app.appId)  [\(app.environments.sorted().map(\.rawValue).joined(separator: ", "))]")
+        }
+        let a = config.attestation
+        out.append("attestation: prefix \(a.prefix), challengeTTL \(DurationParser.format(a.challengeTTL)), "
+            + "challengeRate \(rate(a.challengeRate)), clockSkew \(DurationParser.format(a.clockSkew))")
+        out.append("  headers: \(a.headers.keyId), \(a.headers.assertion), \(a.headers.challenge)")
+        out.append("  trustAnchors: \(a.trustAnchors.isEmpty ? "Apple App Attestation Root CA" : "REPLACED by " + a.trustAnchors.joined(separator: ", "))")
+        out.append("  receiptTrustAnchors: \(a.receiptTrustAnchors.isEmpty ? "Apple Root CA - G3" : "REPLACED by " + a.receiptTrustAnchors.joined(separator: ", "))")
+        switch config.store {
+        case .memory:
+            out.append("store: memory (single process)")
+        case .redis(let r):
+            out.append("store: redis \(r.endpoint?.description ?? r.redactedURL), connectTimeout \(DurationParser.format(r.connectTimeout)), "
+                + "commandTimeout \(DurationParser.format(r.commandTimeout)), connectionsPerWorker \(r.connectionsPerWorker)")
+        }
+        out.append("trust: headerPrefix \(config.trust.headerPrefix), signature \(config.trust.signingSecret.map { "on (secret \(source($0)))" } ?? "off")")
+        out.append("upstreams:")
+        for name in config.upstreams.keys.sorted() {
+            guard let u = config.upstreams[name] else { continue }
+            out.append("  \(name): \(u.endpoints.map(\.description).joined(separator: ", "))")
+            out.append("    connectTimeout \(DurationParser.format(u.connectTimeout)), responseTimeout \(DurationParser.format(u.responseTimeout)), "
+                + "idleTimeout \(DurationParser.format(u.idleTimeout)), maxConnectionsPerEndpoint \(u.maxConnectionsPerEndpoint)")
+        }
+        out.append("routes (first match wins):")
+        for (i, r) in config.routes.enumerated() {
+            let match: String
+            switch r.match.kind {
+            case .prefix(let p): match = "prefix \(p)"
+            case .exact(let p): match = "exact \(p)"
+            }
+            let methods = r.match.methods.map { $0.sorted().joined(separator: ",") } ?? "any"
+            var line = "  [\(i)] \(match) methods \(methods) -> \(r.upstream)  mode \(r.mode.rawValue)"
+            switch r.mode {
+            case .passthrough:
+                line += ", no assertion checks, bodies streamed"
+            case .enforce, .monitor:
+                line += ", challenge \(r.challengeRequired ? "required" : "none")"
+                line += ", bindBody \(r.bindBody)"
+                line += r.bindBody ? ", maxBodyBytes \(SizeParser.format(r.maxBodyBytes))" : ", body streamed (UNSIGNED-PAYLOAD)"
+                line += ", onStoreError \(r.onStoreError.rawValue)"
+                line += ", maxRiskMetric \(r.maxRiskMetric.map(String.init) ?? "none")"
+                line += ", forwardAssertionHeaders \(r.forwardAssertionHeaders)"
+            }
+            out.append(line)
+        }
+        let l = config.limits
+        out.append("limits: maxConcurrentStreams \(l.maxConcurrentStreams), maxHeaderListBytes \(SizeParser.format(l.maxHeaderListBytes)), "
+            + "maxRequestBodyBytes \(SizeParser.format(l.maxRequestBodyBytes)), streamResetRate \(rate(l.streamResetRate))")
+        if let f = config.fraudMetric {
+            out.append("fraudMetric: team \(f.teamId), key \(f.keyId) (\(source(f.privateKey))), \(f.baseURL), every \(DurationParser.format(f.refreshEvery))")
+        } else {
+            out.append("fraudMetric: off")
+        }
+        out.append("logging: level \(config.logging.level), format \(config.logging.format.rawValue)")
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    private static func rate(_ r: RateConfig) -> String {
+        let ps = r.perSecond == r.perSecond.rounded() ? String(Int(r.perSecond)) : String(r.perSecond)
+        return "\(ps)/s burst \(r.burst)"
+    }
+
+    private static func source(_ s: Secret) -> String {
+        switch s.source {
+        case .inline: return "inline"
+        case .file(let p): return "from file \(p)"
+        case .env(let n): return "from env \(n)"
+        }
+    }
+}

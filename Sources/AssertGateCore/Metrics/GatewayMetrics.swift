@@ -1,0 +1,82 @@
+import Verifier
+
+/// The gateway's series, registered once. Hot-path callers resolve label sets
+/// once (per route, per worker) and keep the handles.
+public final class GatewayMetrics: Sendable {
+    public let registry: MetricsRegistry
+    /// `assertgate_requests_total{route,status,trust}`
+    public let requests: MetricFamilyOf<Counter>
+    /// `assertgate_rejections_total{reason}`
+    public let rejections: MetricFamilyOf<Counter>
+    /// `assertgate_upstream_request_duration_seconds{upstream}`
+    public let upstreamRequestDuration: MetricFamilyOf<Histogram>
+    /// `assertgate_open_connections{protocol}` (`http1`, `h2`)
+    public let openConnections: MetricFamilyOf<Gauge>
+    /// `assertgate_open_streams`
+    public let openStreams: Gauge
+    /// `assertgate_store_errors_total`
+    public let storeErrors: Counter
+    /// `assertgate_config_reloads_total{result}` (`success`, `failure`)
+    public let configReloads: MetricFamilyOf<Counter>
+
+    private let rejectionByReason: [ReasonToken: Counter]
+
+    public init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        requests = registry.counter(
+            "assertgate_requests_total", help: "Requests answered, by route, HTTP status and trust level.",
+            labelNames: ["route", "status", "trust"])
+        rejections = registry.counter(
+            "assertgate_rejections_total", help: "Requests the gateway answered itself with an error, by reason token.",
+            labelNames: ["reason"])
+        upstreamRequestDuration = registry.histogram(
+            "assertgate_upstream_request_duration_seconds",
+            help: "Time from sending a request upstream to the end of its response headers.",
+            labelNames: ["upstream"])
+        openConnections = registry.gauge(
+            "assertgate_open_connections", help: "Open downstream connections by protocol.", labelNames: ["protocol"])
+        openStreams = registry.gauge("assertgate_open_streams", help: "Open HTTP/2 streams and HTTP/1.1 requests in flight.")
+            .labels()
+        storeErrors = registry.counter("assertgate_store_errors_total", help: "Store (Redis) commands that failed or timed out.")
+            .labels()
+        configReloads = registry.counter(
+            "assertgate_config_reloads_total", help: "Configuration reloads by result.", labelNames: ["result"])
+        var table: [ReasonToken: Counter] = [:]
+        for reason in ReasonToken.allCases { table[reason] = rejections.labels(reason.rawValue) }
+        rejectionByReason = table
+        // Pre-create the reload results so dashboards see zeros.
+        _ = configReloads.labels("success")
+        _ = configReloads.labels("failure")
+    }
+
+    /// Lock-free: the table is built at init.
+    public func rejection(_ reason: ReasonToken) -> Counter {
+        rejectionByReason[reason] ?? rejections.labels(reason.rawValue)
+    }
+}
+
+/// `assertgate_requests_total` handles cached per worker: after warm-up a
+/// request costs one dictionary lookup and one relaxed atomic add, no lock.
+/// Deliberately not `Sendable`: keep one per event loop.
+public final class RequestCounterCache {
+    private struct Key: Hashable {
+        var route: String
+        var status: Int
+        var trust: String
+    }
+
+    private let family: MetricFamilyOf<Counter>
+    private var cache: [Key: Counter] = [:]
+
+    public init(metrics: GatewayMetrics) {
+        family = metrics.requests
+    }
+
+    public func counter(route: String, status: Int, trust: String) -> Counter {
+        let key = Key(route: route, status: status, trust: trust)
+        if let counter = cache[key] { return counter }
+        let counter = family.labels(route, String(status), trust)
+        cache[key] = counter
+        return counter
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+/// Runs the built `assertgate` binary (next to the test bundle) as operators do.
+@Suite struct CheckConfigCommandTests {
+    static func binary() throws -> String {
+        let path = PackagePaths.productsDirectory + "/assertgate"
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            Issue.record("assertgate binary not found at \(path); build it with `swift build --product assertgate`")
+            throw CancellationError()
+        }
+        return path
+    }
+
+    @Test func validFileExitsZeroAndPrintsResolvedRoutes() throws {
+        let result = try Subprocess.run(try Self.binary(), ["check-config", PackagePaths.root + "/deploy/minimal.yaml"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("127.0.0.1:8080"))
+        #expect(result.stdout.contains("[0] prefix /api/ methods any -> api  mode enforce"))
+        #expect(result.stdout.contains("onStoreError reject"))
+        #expect(result.stdout.contains("maxBodyBytes 1MiB"))
+        #expect(result.stdout.contains("api: http://127.0.0.1:9001"))
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test func invalidFileExitsOneWithFileLineErrors() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let path = try dir.write("bad.yaml", """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps: [{appId: ABCDE12345.com.example.app}]
+            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            routes:
+              - {match: {prefix: /}, upstream: api, mdoe: enforce}
+            """)
+        let result = try Subprocess.run(try Self.binary(), ["check-config", path])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n") == [
+            "\(path):5: unknown key 'mdoe' in routes[0]",
+            "\(path):5: missing required key 'mode' in routes[0]",
+        ])
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func missingFileExitsOne() throws {
+        let result = try Subprocess.run(try Self.binary(), ["check-config", "/nonexistent/assertgate.yaml"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("/nonexistent/assertgate.yaml: cannot read"))
+    }
+
+    @Test func usageErrorsExitTwo() throws {
+        let bin = try Self.binary()
+        let missing = try Subprocess.run(bin, ["check-config"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("Missing expected argument"))
+        #expect(try Subprocess.run(bin, ["check-config", "a", "b"]).status == 2)
+        #expect(try Subprocess.run(bin, ["no-such-command"]).status == 2)
+        #expect(try Subprocess.run(bin, ["check-config", "--bogus-flag", "x"]).status == 2)
+    }
+
+    @Test func helpExitsZero() throws {
+        let result = try Subprocess.run(try Self.binary(), ["check-config", "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("check-config"))
+    }
+}
