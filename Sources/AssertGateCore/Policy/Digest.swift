@@ -33,16 +33,6 @@ public enum Digest {
         }
         return out
     }
-
-    /// Constant-time equality for secrets and MACs: no early exit on the first
-    /// differing byte; lengths are public.
-    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        if a.isEmpty { return true }
-        return a.withUnsafeBytes { pa in
-            b.withUnsafeBytes { pb in CAssertGate_memcmp(pa.baseAddress, pb.baseAddress, a.count) == 0 }
-        }
-    }
 }
 
 public enum Hex {

@@ -8,7 +8,7 @@ import Verifier
 
 /// 32 bytes whose standard base64 has '+', '/' and '=' so both encodings differ.
 private let keyBytes: [UInt8] = (0..<32).map { UInt8(truncatingIfNeeded: 0xFB &+ $0 &* 7) }
-private let keyIdURL = AdminKeyId.base64URLEncode(keyBytes)
+private let keyIdURL = Base64.encodeURL(keyBytes)
 private let keyIdStd = Data(keyBytes).base64EncodedString()
 
 private final class FakeActions: AdminActions {
@@ -136,7 +136,7 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
 
     @Test func unknownAndMalformedKeys() async {
         let r = router()
-        let other = AdminKeyId.base64URLEncode([UInt8](repeating: 1, count: 32))
+        let other = Base64.encodeURL([UInt8](repeating: 1, count: 32))
         let unknown = await r.respond(to: AdminRequest(method: "GET", uri: "/keys/\(other)", authorization: "Bearer admin-token"))
         #expect(unknown.status == 404)
         #expect(json(unknown.body)["reason"] as? String == "unknown-key")
