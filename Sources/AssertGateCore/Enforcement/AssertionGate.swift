@@ -1,0 +1,175 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import Verifier
+
+/// The policy of protocol.md §4–§5 for one worker: checks the assertion of
+/// requests on `enforce` and `monitor` routes, in the order the protocol
+/// fixes, and turns the outcome into a decision and trust headers.
+///
+/// Cost on the hot path: header decoding, one SHA-256 of the body, one ECDSA
+/// verify with the cached key, and ONE store round trip (the atomic commit).
+/// A key-cache miss adds one `loadKey`. The signature is checked before the
+/// store is touched, so a forged assertion burns neither counter nor challenge.
+public final class AssertionGate: RequestGate {
+    private let eventLoop: EventLoop
+    private let store: any Store
+    private let keys: KeyCache
+    private let metrics: GatewayMetrics?
+    private let clock: @Sendable () -> Int64
+    private let contexts: EnforcementContextSource
+
+    public init(
+        eventLoop: EventLoop, store: any Store, contexts: EnforcementContextSource, metrics: GatewayMetrics?,
+        keyCacheCapacity: Int = 100_000, clock: @escaping @Sendable () -> Int64 = UnixClock.now
+    ) {
+        self.eventLoop = eventLoop
+        self.store = store
+        self.contexts = contexts
+        self.metrics = metrics
+        self.keys = KeyCache(capacity: keyCacheCapacity)
+        self.clock = clock
+    }
+
+    public func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy {
+        guard route.mode != .passthrough, route.bindBody else { return .stream }
+        return .buffer(limit: route.maxBodyBytes)
+    }
+
+    public func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
+        let context = contexts.context(for: request.snapshot)
+        guard route.mode != .passthrough else {
+            return .decided(forward(.none, request, context))
+        }
+        // 1. Headers and assertion object.
+        let headers: AssertionHeaders
+        let parsed: ParsedAssertion
+        do {
+            headers = try AssertionHeaders.parse(
+                names: context.headerNames, challengeRequired: route.challengeRequired
+            ) { request.headers.first(name: $0) }
+        } catch {
+            return .decided(fail(error.reason, request, route, context))
+        }
+        do {
+            parsed = try ParsedAssertion.parse(headers.assertion)
+        } catch {
+            return .decided(fail(error.reason, request, route, context))
+        }
+        let bodyHash: String
+        if route.bindBody, let body {
+            bodyHash = body.withUnsafeReadableBytes { Hex.encode(SHA256.hash(Array($0))) }
+        } else if route.bindBody {
+            bodyHash = Hex.encode(SHA256.hash([]))
+        } else {
+            bodyHash = ClientData.unsignedPayload
+        }
+        let clientDataHash = SHA256.hash(
+            ClientData.assert(
+                method: request.method, path: request.target, challenge: headers.challenge, bodyHash: bodyHash))
+
+        // 2. The key: from the worker cache, else one load from the store.
+        if let entry = keys.get(headers.keyId) {
+            return .pending(verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context))
+        }
+        let loaded = store.loadKey(keyId: headers.keyId).hop(to: eventLoop)
+        let decision = loaded.flatMap { stored -> EventLoopFuture<GateDecision> in
+            guard let stored else {
+                return self.eventLoop.makeSucceededFuture(self.fail(.unknownKey, request, route, context))
+            }
+            guard let publicKey = try? P256PublicKey(point: stored.publicKey) else {
+                // A stored key that does not parse cannot verify anything.
+                return self.eventLoop.makeSucceededFuture(self.fail(.unknownKey, request, route, context))
+            }
+            let entry = KeyCache.Entry(stored: stored, publicKey: publicKey)
+            self.keys.put(headers.keyId, entry)
+            return self.verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context)
+        }.flatMapErrorThrowing { error in
+            self.storeFailed(error, request, route, context)
+        }
+        return .pending(decision)
+    }
+
+    /// Steps 3–6: signature, App ID, the atomic commit, the risk metric.
+    private func verifyAndCommit(
+        _ entry: KeyCache.Entry, _ parsed: ParsedAssertion, _ headers: AssertionHeaders, _ clientDataHash: [UInt8],
+        _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
+    ) -> EventLoopFuture<GateDecision> {
+        do {
+            _ = try parsed.verify(
+                publicKey: entry.publicKey, appId: entry.stored.appId, clientDataHash: clientDataHash,
+                previousCounter: nil)
+        } catch {
+            return eventLoop.makeSucceededFuture(fail(error.reason, request, route, context))
+        }
+        return store.commitAssertion(keyId: headers.keyId, counter: parsed.counter, challenge: headers.challenge)
+            .hop(to: eventLoop)
+            .map { result -> GateDecision in
+                if let rejection = result.rejection {
+                    if rejection == .unknownKey { self.keys.remove(headers.keyId) }
+                    return self.fail(rejection, request, route, context)
+                }
+                let state = result.state
+                if let max = route.maxRiskMetric, let risk = state?.riskMetric, risk > max {
+                    return self.fail(.riskTooHigh, request, route, context)
+                }
+                let now = self.clock()
+                let identity = VerifiedIdentity(
+                    keyId: headers.keyId, environment: entry.stored.environment.rawValue,
+                    userId: state?.userId, userKeyCount: state?.userId == nil ? nil : state?.userKeyCount,
+                    riskMetric: state?.riskMetric,
+                    riskMetricAgeSeconds: state?.riskMetricAt.map { now - $0 },
+                    appVersion: entry.stored.bundleVersion, launchCategory: entry.stored.launchCategory)
+                return self.forward(.verified(identity), request, context)
+            }
+            .flatMapErrorThrowing { error in
+                self.storeFailed(error, request, route, context)
+            }
+    }
+
+    private func forward(_ outcome: TrustOutcome, _ request: ProxyRequest, _ context: EnforcementContext)
+        -> GateDecision
+    {
+        let headers = context.trustHeaders.headers(
+            for: outcome, requestId: request.requestId, method: request.method, path: request.target, now: clock())
+        return .forward(extraHeaders: headers.map { ($0.name, $0.value) })
+    }
+
+    /// A failed check: rejected in `enforce`, forwarded with the reason in `monitor`.
+    private func fail(
+        _ reason: ReasonToken, _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
+    ) -> GateDecision {
+        metrics?.rejection(reason).increment()
+        switch route.mode {
+        case .enforce:
+            return .reject(reason, extraHeaders: [])
+        case .monitor, .passthrough:
+            let outcome: TrustOutcome = reason == .missingAssertion ? .missing(reason) : .invalid(reason)
+            return forward(outcome, request, context)
+        }
+    }
+
+    private func storeFailed(
+        _ error: any Error, _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
+    ) -> GateDecision {
+        metrics?.storeErrors.increment()
+        metrics?.rejection(.storeUnavailable).increment()
+        switch route.onStoreError {
+        case .reject: return .reject(.storeUnavailable, extraHeaders: [])
+        case .forward: return forward(.unavailable, request, context)
+        }
+    }
+}
+
+/// Where a gate finds the enforcement context of a request's snapshot.
+public protocol EnforcementContextSource: Sendable {
+    func context(for snapshot: GatewaySnapshot) -> EnforcementContext
+}
+
+public enum UnixClock {
+    @Sendable public static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec)
+    }
+}

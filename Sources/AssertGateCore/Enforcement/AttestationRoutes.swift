@@ -1,0 +1,194 @@
+import COpenSSL
+import NIOCore
+import NIOPosix
+import Verifier
+
+/// `POST {prefix}/challenge` and `POST {prefix}/attest` (protocol.md §2–§3),
+/// served by the gateway itself; any other path under the prefix is
+/// `404 no-route`. One instance per worker, loop-confined.
+public final class AttestationRoutes: LocalHandler {
+    private let eventLoop: EventLoop
+    private let store: any Store
+    private let contexts: EnforcementContextSource
+    private let threadPool: NIOThreadPool
+    private let metrics: GatewayMetrics?
+    private let clock: @Sendable () -> Int64
+    private let monotonicNanos: () -> UInt64
+    private var limiter: PeerRateLimiter?
+    private var limiterRate: RateConfig?
+
+    public let maxBodyBytes = AttestRequest.maxBodyBytes
+
+    public init(
+        eventLoop: EventLoop, store: any Store, contexts: EnforcementContextSource, threadPool: NIOThreadPool,
+        metrics: GatewayMetrics?, clock: @escaping @Sendable () -> Int64 = UnixClock.now,
+        monotonicNanos: @escaping () -> UInt64 = { NIODeadline.now().uptimeNanoseconds }
+    ) {
+        self.eventLoop = eventLoop
+        self.store = store
+        self.contexts = contexts
+        self.threadPool = threadPool
+        self.metrics = metrics
+        self.clock = clock
+        self.monotonicNanos = monotonicNanos
+    }
+
+    public func claims(path: Substring, snapshot: GatewaySnapshot) -> Bool {
+        let prefix = snapshot.config.attestation.prefix
+        guard path.hasPrefix(prefix) else { return false }
+        let rest = path.dropFirst(prefix.count)
+        return rest.isEmpty || rest.first == "/"
+    }
+
+    public func handle(_ request: ProxyRequest, body: ByteBuffer) -> EventLoopFuture<LocalResponse> {
+        let context = contexts.context(for: request.snapshot)
+        let route = request.path.dropFirst(context.prefix.count)
+        let answer: EventLoopFuture<LocalResponse>
+        switch route {
+        case "/challenge", "/attest":
+            guard request.method == "POST" else {
+                answer = eventLoop.makeSucceededFuture(
+                    problem(Rejection(.methodNotAllowed), request, extraHeaders: [("Allow", "POST")]))
+                break
+            }
+            let bytes = Array(body.readableBytesView)
+            answer = route == "/challenge" ? challenge(request, bytes, context) : attest(request, bytes, context)
+        default:
+            answer = eventLoop.makeSucceededFuture(problem(Rejection(.noRoute), request))
+        }
+        return answer
+    }
+
+    // MARK: challenge
+
+    private func challenge(_ request: ProxyRequest, _ body: [UInt8], _ context: EnforcementContext)
+        -> EventLoopFuture<LocalResponse>
+    {
+        if limiter == nil || limiterRate != context.challengeRate {
+            limiter = PeerRateLimiter(perSecond: context.challengeRate.perSecond, burst: context.challengeRate.burst)
+            limiterRate = context.challengeRate
+        }
+        if case .limited(let retry) = limiter?.take(peer: request.clientAddress ?? "", nowNanos: monotonicNanos()) {
+            return eventLoop.makeSucceededFuture(
+                problem(Rejection(.rateLimited, retryAfter: retry), request, extraHeaders: [("Retry-After", "\(retry)")]))
+        }
+        let parsed: ChallengeRequest
+        do {
+            parsed = try ChallengeRequest.parse(body)
+        } catch {
+            return eventLoop.makeSucceededFuture(problem(error, request))
+        }
+        var random = [UInt8](repeating: 0, count: 32)
+        guard random.withUnsafeMutableBufferPointer({ RAND_bytes($0.baseAddress, 32) }) == 1 else {
+            return eventLoop.makeSucceededFuture(problem(Rejection(.storeUnavailable, "no randomness"), request))
+        }
+        let challenge = Base64.encodeURL(random)
+        let ttl = context.challengeTTL
+        return store.issueChallenge(keyId: parsed.keyId, purpose: parsed.purpose, challenge: challenge, ttl: ttl)
+            .hop(to: eventLoop)
+            .map { _ in
+                let seconds = ttl.nanoseconds / 1_000_000_000
+                let json = JSONText.object([("challenge", JSONText.quoted(challenge)), ("expiresIn", "\(seconds)")])
+                return self.json(200, json, extraHeaders: [("Cache-Control", "no-store")])
+            }
+            .flatMapErrorThrowing { _ in
+                self.metrics?.storeErrors.increment()
+                return self.problem(Rejection(.storeUnavailable), request)
+            }
+    }
+
+    // MARK: attest
+
+    private func attest(_ request: ProxyRequest, _ body: [UInt8], _ context: EnforcementContext)
+        -> EventLoopFuture<LocalResponse>
+    {
+        let parsed: AttestRequest
+        do {
+            parsed = try AttestRequest.parse(body)
+        } catch {
+            return eventLoop.makeSucceededFuture(problem(error, request))
+        }
+        let clientDataHash = SHA256.hash(ClientData.attest(challenge: parsed.challenge, userId: parsed.userId))
+        let now = clock()
+        // Chain and PKCS#7 checks cost milliseconds: keep them off the event loop.
+        let verified = threadPool.runIfActive(eventLoop: eventLoop) { () -> Result<VerifiedAttestation, VerificationError> in
+            do {
+                return .success(
+                    try context.verifier.verify(
+                        attestationObject: parsed.attestation, keyId: parsed.keyId, clientDataHash: clientDataHash,
+                        allowedApps: context.allowedApps, at: now))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return verified.flatMap { result -> EventLoopFuture<LocalResponse> in
+            let attestation: VerifiedAttestation
+            switch result {
+            case .failure(let error):
+                return self.eventLoop.makeSucceededFuture(
+                    self.problem(Rejection(error.reason, error.detail), request))
+            case .success(let v):
+                attestation = v
+            }
+            let record = NewKeyRecord(
+                keyId: attestation.keyId, publicKey: attestation.publicKey, appId: attestation.appId,
+                environment: attestation.environment == .production ? .production : .development,
+                userId: parsed.userId, createdAt: now, receipt: attestation.receiptBytes,
+                riskMetric: attestation.receipt.riskMetric,
+                riskMetricAt: attestation.receipt.riskMetric == nil ? nil : attestation.receipt.creationTime.unixSeconds,
+                receiptNotBefore: attestation.receipt.notBefore?.unixSeconds,
+                receiptExpiry: attestation.receipt.expirationTime?.unixSeconds,
+                bundleVersion: attestation.extensions.bundleVersion,
+                launchCategory: attestation.extensions.validationCategory)
+            return self.store.registerKey(record, attestChallenge: parsed.challenge)
+                .hop(to: self.eventLoop)
+                .map { outcome in
+                    switch outcome {
+                    case .rejected(let reason):
+                        return self.problem(Rejection(reason), request)
+                    case .registered:
+                        let json = JSONText.object([
+                            ("keyId", JSONText.quoted(Base64.encodeURL(attestation.keyId))),
+                            ("environment", JSONText.quoted(attestation.environment.rawValue)),
+                            ("trust", JSONText.quoted("attested")),
+                            ("appId", JSONText.quoted(attestation.appId)),
+                        ])
+                        return self.json(201, json, extraHeaders: [("Cache-Control", "no-store")])
+                    }
+                }
+                .flatMapErrorThrowing { _ in
+                    self.metrics?.storeErrors.increment()
+                    return self.problem(Rejection(.storeUnavailable), request)
+                }
+        }.flatMapErrorThrowing { _ in
+            // Thread pool shut down: the gateway is stopping.
+            self.problem(Rejection(.storeUnavailable, "shutting down"), request)
+        }
+    }
+
+    // MARK: answers
+
+    private func json(_ status: Int, _ text: String, extraHeaders: [(String, String)] = []) -> LocalResponse {
+        var buffer = ByteBufferAllocator().buffer(capacity: text.utf8.count + 1)
+        buffer.writeString(text)
+        buffer.writeString("\n")
+        return LocalResponse(
+            status: status, headers: [("Content-Type", "application/json")] + extraHeaders, body: buffer)
+    }
+
+    private func problem(_ rejection: Rejection, _ request: ProxyRequest, extraHeaders: [(String, String)] = [])
+        -> LocalResponse
+    {
+        metrics?.rejection(rejection.reason).increment()
+        // The detail says which check failed (never secret material): it is
+        // what an app developer needs to fix an integration.
+        let text = ProblemDetails.body(
+            reason: rejection.reason, requestId: request.requestId,
+            detail: rejection.detail.isEmpty ? nil : rejection.detail)
+        var buffer = ByteBufferAllocator().buffer(capacity: text.utf8.count)
+        buffer.writeString(text)
+        return LocalResponse(
+            status: rejection.reason.httpStatus,
+            headers: [("Content-Type", ProblemDetails.contentType)] + extraHeaders, body: buffer)
+    }
+}

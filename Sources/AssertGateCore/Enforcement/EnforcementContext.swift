@@ -1,0 +1,52 @@
+import NIOCore
+import Verifier
+
+/// Everything enforcement needs from one configuration, built once per
+/// load/reload (trust anchors are read from disk here, never per request) and
+/// shared read-only by every worker.
+public final class EnforcementContext: Sendable {
+    public let verifier: AttestationVerifier
+    public let allowedApps: [String: Set<AppAttestEnvironment>]
+    public let trustHeaders: TrustHeaderBuilder
+    public let headerNames: AssertionHeaderNames
+    public let prefix: String
+    public let challengeTTL: TimeAmount
+    public let challengeRate: RateConfig
+
+    public enum BuildError: Error, CustomStringConvertible {
+        case trustAnchors(String)
+        public var description: String {
+            switch self {
+            case .trustAnchors(let d): return d
+            }
+        }
+    }
+
+    public init(config: GatewayConfig) throws(BuildError) {
+        let a = config.attestation
+        let anchors: TrustAnchors
+        let receiptAnchors: TrustAnchors
+        do {
+            anchors = a.trustAnchors.isEmpty ? .appleAppAttestation : try TrustAnchors(pemFiles: a.trustAnchors)
+            receiptAnchors =
+                a.receiptTrustAnchors.isEmpty ? .appleRootG3 : try TrustAnchors(pemFiles: a.receiptTrustAnchors)
+        } catch {
+            throw .trustAnchors("attestation.trustAnchors: \(error)")
+        }
+        self.verifier = AttestationVerifier(
+            anchors: anchors, receiptAnchors: receiptAnchors,
+            clockSkewSeconds: a.clockSkew.nanoseconds / 1_000_000_000)
+        var apps: [String: Set<AppAttestEnvironment>] = [:]
+        for app in config.apps {
+            apps[app.appId, default: []].formUnion(
+                app.environments.map { $0 == .production ? AppAttestEnvironment.production : .development })
+        }
+        self.allowedApps = apps
+        self.trustHeaders = TrustHeaderBuilder(
+            prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
+        self.headerNames = a.headers
+        self.prefix = a.prefix
+        self.challengeTTL = a.challengeTTL
+        self.challengeRate = a.challengeRate
+    }
+}
