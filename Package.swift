@@ -64,7 +64,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
-        .testTarget(name: "VerifierTests", dependencies: ["Verifier", "DeviceSim"], swiftSettings: strict),
+        .testTarget(
+            name: "VerifierTests",
+            dependencies: ["Verifier", "DeviceSim", "COpenSSL", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strict),
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
