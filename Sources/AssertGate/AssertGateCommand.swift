@@ -6,5 +6,5 @@ struct AssertGateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "assertgate",
         abstract: "App Attest enforcing HTTP/2 reverse proxy.",
-        subcommands: [])
+        subcommands: [VerifyAttestationCommand.self, VerifyAssertionCommand.self])
 }
