@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "assertgate", targets: ["AssertGate"]),
         .executable(name: "assertgate-device", targets: ["assertgate-device"]),
+        .executable(name: "verifier-bench", targets: ["verifier-bench"]),
         .library(name: "Verifier", targets: ["Verifier"]),
         .library(name: "DeviceSim", targets: ["DeviceSim"]),
     ],
@@ -36,6 +37,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: strict),
+        .executableTarget(name: "verifier-bench", dependencies: ["Verifier"], swiftSettings: strict),
         .target(name: "DeviceSim", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
             name: "AssertGateCore",
