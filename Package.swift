@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "assertgate", targets: ["AssertGate"]),
         .executable(name: "assertgate-device", targets: ["assertgate-device"]),
+        .executable(name: "verifier-bench", targets: ["verifier-bench"]),
         .library(name: "Verifier", targets: ["Verifier"]),
         .library(name: "DeviceSim", targets: ["DeviceSim"]),
     ],
@@ -38,6 +39,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: strict),
+        .executableTarget(name: "verifier-bench", dependencies: ["Verifier"], swiftSettings: strict),
         .target(name: "DeviceSim", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
             name: "AssertGateCore",
@@ -66,7 +68,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
-        .testTarget(name: "VerifierTests", dependencies: ["Verifier", "DeviceSim"], swiftSettings: strict),
+        .testTarget(
+            name: "VerifierTests",
+            dependencies: ["Verifier", "DeviceSim", "COpenSSL", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strict),
         .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),
         .testTarget(
             name: "AssertGateTests",

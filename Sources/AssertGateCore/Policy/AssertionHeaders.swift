@@ -27,11 +27,15 @@ public struct AssertionHeaders: Sendable, Equatable {
         let keyId = try KeyIdCodec.decode(keyIdText, reason: .malformedHeader)
         let assertion: [UInt8]
         do {
-            assertion = try Base64.decode(assertionText, maxDecodedBytes: maxAssertionBytes)
+            assertion = try Base64.decode(
+                assertionText, maxLength: Base64.encodedLength(ofAtMost: maxAssertionBytes))
         } catch .tooLong {
             throw Rejection(.malformedHeader, "assertion over 4 KiB")
         } catch {
             throw Rejection(.malformedHeader, "assertion is not base64")
+        }
+        guard assertion.count <= maxAssertionBytes else {
+            throw Rejection(.malformedHeader, "assertion over 4 KiB")
         }
         if let c = challengeText, !ChallengeCodec.isWellFormed(c) {
             throw Rejection(.malformedHeader, "challenge must be 43 characters of unpadded base64url")

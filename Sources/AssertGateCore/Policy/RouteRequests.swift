@@ -67,7 +67,7 @@ public struct AttestRequest: Sendable, Equatable {
         }
         let attestation: [UInt8]
         do {
-            attestation = try Base64.decode(wire.attestation, maxDecodedBytes: maxBodyBytes)
+            attestation = try Base64.decode(wire.attestation, maxLength: maxBodyBytes)
         } catch {
             throw Rejection(.malformedRequest, "attestation is not valid base64")
         }
@@ -82,10 +82,10 @@ public struct AttestRequest: Sendable, Equatable {
 
 /// keyIds: 32 bytes, sent as b64 or b64url.
 public enum KeyIdCodec {
-    public static func decode(_ s: some StringProtocol, reason: ReasonToken) throws(Rejection) -> [UInt8] {
+    public static func decode(_ s: String, reason: ReasonToken) throws(Rejection) -> [UInt8] {
         let bytes: [UInt8]
         do {
-            bytes = try Base64.decode(s, maxDecodedBytes: 64)
+            bytes = try Base64.decode(s, maxLength: 64)
         } catch {
             throw Rejection(reason, "keyId is not base64")
         }
@@ -110,9 +110,8 @@ public enum ChallengeCodec {
                 return false
             }
         }
-        // 43 chars carry 258 bits: the last character's low 2 bits must be 0
-        // for the string to be the canonical encoding of 32 bytes.
-        guard let last = s.utf8.last, let v = Base64.value(of: last) else { return false }
-        return v & 0x03 == 0
+        // 43 chars carry 258 bits: the strict decoder refuses non-zero pad
+        // bits, so only the canonical encoding of 32 bytes passes.
+        return (try? Base64.decode(s, maxLength: 43))?.count == 32
     }
 }

@@ -1,3 +1,4 @@
+import Verifier
 /// Signs the trust headers the gateway adds (protocol.md §6) so an upstream
 /// reachable by other paths can tell they came from the gateway and are fresh.
 ///

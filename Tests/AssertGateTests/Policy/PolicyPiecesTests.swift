@@ -7,7 +7,7 @@ import Verifier
     @Test func assertClientDataIsByteExact() {
         let bytes = ClientData.assert(
             method: "POST", path: "/api/pay?x=1&y=%20", challenge: nil,
-            bodyHash: Hex.encode(Digest.sha256([UInt8]())))
+            bodyHash: Hex.encode(SHA256.hash([UInt8]())))
         #expect(
             String(decoding: bytes, as: UTF8.self)
                 == "assertgate-assert-v1\nPOST\n/api/pay?x=1&y=%20\n\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
