@@ -68,9 +68,19 @@ let package = Package(
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
-                "AssertGateCore",
+                "AssertGateCore", "CNGHTTP2",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "AssertGateCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            exclude: ["Adversarial"],
             swiftSettings: strict),
     ]
 )
