@@ -24,6 +24,7 @@ struct Harness {
             apps: [AppConfig(appId: "ABCDE12345.com.example.app")],
             upstreams: ["legacy": up],
             routes: [RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "legacy", mode: .passthrough)])
+        config.limits.maxRequestBodyBytes = 512 << 20
         configure(&config)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         var logger = Logger(label: "assertgate.test")

@@ -26,7 +26,7 @@ final class TestUpstream: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try channel.pipeline.syncOperations.addHandler(
                         TestUpstreamHandler(onHead: { head in box.withLockedValue { $0 }?.record(head) }))
                 }
@@ -132,8 +132,13 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
         }
     }
 
+    private var pumping = false
+
     private func pump(_ context: ChannelHandlerContext) {
-        guard downloading else { return }
+        // A flush can fire writability changes re-entrantly: only one pump at a time.
+        guard downloading, !pumping else { return }
+        pumping = true
+        defer { pumping = false }
         while remaining > 0, context.channel.isWritable {
             let n = min(remaining, 64 << 10)
             var b = context.channel.allocator.buffer(capacity: n)
@@ -145,6 +150,10 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
             downloading = false
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
