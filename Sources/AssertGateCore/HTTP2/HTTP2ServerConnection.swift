@@ -47,6 +47,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private var settingsBudget = TokenBucket(perSecond: 10, burst: 50)
     private var pingBudget = TokenBucket(perSecond: 10, burst: 50)
     private var serverResetBudget = TokenBucket(perSecond: 50, burst: 200)
+    /// Client RST_STREAMs (rapid reset). nghttp2's own limiter only covers some stream
+    /// states in 1.52, so this one counts every RST_STREAM frame.
+    private lazy var clientResetBudget = TokenBucket(
+        perSecond: limits.streamResetRate.perSecond, burst: limits.streamResetRate.burst)
 
     private var limits: LimitsConfig { worker.snapshot.config.limits }
 
@@ -494,6 +498,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             }
         case NGHTTP2_SETTINGS.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0, !settingsBudget.take() { events.append(.abuse) }
+        case NGHTTP2_RST_STREAM.rawValue:
+            if !clientResetBudget.take() { events.append(.abuse) }
         case NGHTTP2_PING.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0, !pingBudget.take() { events.append(.abuse) }
         default:
