@@ -139,4 +139,52 @@ import Testing
         #expect(after.status == 7)  // couldn't connect
         try await h.stop()
     }
+
+    @Test func http1HeaderBlockOverLimitGets431() async throws {
+        let h = try await Harness.start { $0.limits.maxHeaderListBytes = 8 << 10 }
+        let big = String(repeating: "a", count: 16 << 10)
+        let r = try await Run.tool("curl", ["-sS", "--http1.1", "-H", "X-Big: \(big)", "-w", "\n%{http_code}", "\(h.base)/hello"])
+        #expect(r.stdout.hasSuffix("\n431"), "\(r.stdout) \(r.stderr)")
+        #expect(r.stdout.contains("\"reason\":\"headers-too-large\""))
+        #expect(h.upstream.requests.isEmpty)
+        // A well-behaved client is served afterwards.
+        let ok = try await Run.tool("curl", ["-sS", "--http1.1", "\(h.base)/hello"])
+        #expect(ok.stdout == TestUpstream.hello)
+        try await h.stop()
+    }
+
+    @Test func h2HeaderListOverLimitIsRefused() async throws {
+        let h = try await Harness.start { $0.limits.maxHeaderListBytes = 8 << 10 }
+        let big = String(repeating: "a", count: 16 << 10)
+        let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-H", "X-Big: \(big)", "\(h.base)/hello"])
+        #expect(r.status != 0)  // stream reset: curl reports an HTTP/2 error
+        #expect(h.upstream.requests.isEmpty)
+        try await h.stop()
+    }
+
+    @Test func reloadSwapsRoutesForNewRequests() async throws {
+        let h = try await Harness.start()
+        async let slow = Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/slow?ms=500"])
+        try await h.upstream.waitForRequests(1)
+        var next = h.gateway.config
+        next.routes = [RouteConfig(match: RouteMatch(kind: .prefix("/only/")), upstream: "legacy", mode: .passthrough)]
+        await h.gateway.reload(next)
+        let after = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-w", "\n%{http_code}", "\(h.base)/hello"])
+        #expect(after.stdout.hasSuffix("\n404"))
+        let inflight = try await slow
+        #expect(inflight.stdout == "slow\n")  // finished on the old configuration
+        try await h.stop()
+    }
+
+    @Test func http1PipelinedRequestsAnsweredInOrder() async throws {
+        let h = try await Harness.start()
+        // Two requests in one write; answers must come back in order on one connection.
+        let raw = "GET /slow?ms=200 HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        let r = try await Run.tool("bash", ["-c", "printf '\(raw)' | timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/\(h.port); cat >&3; cat <&3'"])
+        let slowAt = r.stdout.range(of: "slow\n")?.lowerBound
+        let helloAt = r.stdout.range(of: TestUpstream.hello)?.lowerBound
+        #expect(slowAt != nil && helloAt != nil)
+        if let slowAt, let helloAt { #expect(slowAt < helloAt) }
+        try await h.stop()
+    }
 }

@@ -10,7 +10,7 @@ import Testing
 
     private func sparseFile() throws -> URL {
         let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ag-upload-\(getpid()).bin")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let fh = try FileHandle(forWritingTo: url)
         try fh.truncate(atOffset: UInt64(Self.size))
         try fh.close()

@@ -5,7 +5,8 @@ import NIOHTTP1
 /// body waiting for nghttp2's data provider. It is the pipeline's `ResponseSink`.
 final class HTTP2Stream: ResponseSink {
     let id: Int32
-    unowned let connection: HTTP2ServerConnection
+    /// Weak: a pipeline whose gate work outlives the connection may still hold this stream.
+    weak var connection: HTTP2ServerConnection?
 
     // Request, filled by on_header.
     var method: String?
@@ -38,13 +39,13 @@ final class HTTP2Stream: ResponseSink {
         self.connection = connection
     }
 
-    var allocator: ByteBufferAllocator { connection.allocator }
+    var allocator: ByteBufferAllocator { connection?.allocator ?? ByteBufferAllocator() }
 
     func sendResponseHead(status: Int, headers: HTTPHeaders, endStream: Bool) {
         guard !isClosed, !responseSubmitted else { return }
         responseSubmitted = true
         if endStream { outEnded = true }
-        connection.submitResponse(self, status: status, headers: headers, endStream: endStream)
+        connection?.submitResponse(self, status: status, headers: headers, endStream: endStream)
     }
 
     func sendResponseBody(_ buffer: ByteBuffer) {
@@ -52,22 +53,22 @@ final class HTTP2Stream: ResponseSink {
         outBytes += buffer.readableBytes
         outQueue.append(buffer)
         if outBytes > Self.highWater { congested = true }
-        connection.resumeIfDeferred(self)
+        connection?.resumeIfDeferred(self)
     }
 
     func sendResponseEnd() {
         guard !isClosed, !outEnded else { return }
         outEnded = true
-        connection.resumeIfDeferred(self)
+        connection?.resumeIfDeferred(self)
     }
 
     func abortResponse() {
         guard !isClosed else { return }
-        connection.resetStream(self, errorCode: 0x2)  // INTERNAL_ERROR
+        connection?.resetStream(self, errorCode: 0x2)  // INTERNAL_ERROR
     }
 
     func requestBodyConsumed(_ bytes: Int) {
-        connection.consume(streamId: id, bytes: bytes)
+        connection?.consume(streamId: id, bytes: bytes)
     }
 
     var isCongested: Bool { congested }
@@ -75,7 +76,7 @@ final class HTTP2Stream: ResponseSink {
     func pipelineFinished() {
         guard pipeline != nil else { return }
         pipeline = nil
-        connection.requestFinished()
+        connection?.requestFinished()
     }
 
     /// Copies up to `length` queued bytes into nghttp2's frame buffer (data provider).

@@ -117,6 +117,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         switch state {
         case .forwarding(let conn):
             conn.abandon()
+        case .awaitingGate, .awaitingLocal:
+            // The gate/local work keeps running: the request still counts against the
+            // connection's stream limit until it ends (see the completion handlers).
+            return
         default:
             break
         }
@@ -162,6 +166,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             future.hop(to: worker.eventLoop).whenComplete { result in
                 let me = bound.value
                 guard case .awaitingGate = me.state else { return }
+                if me.clientGone { return me.abandonAfterWork() }
                 switch result {
                 case .success(let decision): me.apply(decision, route: route, body: body)
                 case .failure: me.answer(.storeUnavailable)
@@ -211,6 +216,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         handler.handle(request, body: body).hop(to: worker.eventLoop).whenComplete { result in
             let me = bound.value
             guard case .awaitingLocal = me.state else { return }
+            if me.clientGone { return me.abandonAfterWork() }
             switch result {
             case .success(let response):
                 me.state = .answered
@@ -276,6 +282,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             sink.sendResponseEnd()
         }
         responseFinished = true
+        finish()
+    }
+
+    /// Asynchronous work finished for a client that already went away.
+    private func abandonAfterWork() {
+        state = .done
         finish()
     }
 

@@ -9,7 +9,8 @@ final class Worker {
     let logger: Logger
     let upstreams: UpstreamPool
     let gate: any RequestGate
-    let localHandlers: [any LocalHandler]
+    /// `var` so tests can install handlers after construction.
+    var localHandlers: [any LocalHandler]
     var snapshot: GatewaySnapshot
     var requestIds = RequestIdGenerator()
     /// Live downstream connections, for graceful shutdown.

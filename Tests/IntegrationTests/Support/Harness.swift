@@ -12,7 +12,7 @@ struct Harness {
     let port: Int
 
     static func start(
-        upstreamEndpoints: [UpstreamEndpoint]? = nil, responseTimeout: TimeAmount = .seconds(10),
+        upstreamEndpoints: [UpstreamEndpoint]? = nil, responseTimeout: TimeAmount = .seconds(10), threads: Int = 2,
         configure: (inout GatewayConfig) -> Void = { _ in }
     ) async throws -> Harness {
         let upstream = try await TestUpstream()
@@ -26,7 +26,7 @@ struct Harness {
             routes: [RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "legacy", mode: .passthrough)])
         config.limits.maxRequestBodyBytes = 512 << 20
         configure(&config)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         var logger = Logger(label: "assertgate.test")
         logger.logLevel = .warning
         let gateway = Gateway(config: config, group: group, logger: logger)
