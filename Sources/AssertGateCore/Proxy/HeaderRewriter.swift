@@ -47,7 +47,7 @@ enum HeaderRewriter {
     static func upstreamRequestHeaders(
         client: HTTPHeaders, authority: String?, route: RouteConfig, snapshot: GatewaySnapshot,
         requestId: String, clientAddress: String?, scheme: String, extra: [(String, String)],
-        bodyFraming: RequestBodyFraming
+        bodyFraming: RequestBodyFraming, fallbackHost: String? = nil
     ) -> HTTPHeaders {
         let listed = connectionTokens(client)
         var out = HTTPHeaders()
@@ -78,6 +78,10 @@ enum HeaderRewriter {
                 continue
             }
             out.add(name: name, value: value)
+        }
+        if authority == nil, let fallbackHost, !client.contains(name: "host") {
+            // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one.
+            out.add(name: "Host", value: fallbackHost)
         }
         switch bodyFraming {
         case .none:

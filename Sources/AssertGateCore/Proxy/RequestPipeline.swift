@@ -191,7 +191,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             let headers = HeaderRewriter.upstreamRequestHeaders(
                 client: request.headers, authority: request.authority, route: route, snapshot: snapshot,
                 requestId: request.requestId, clientAddress: request.clientAddress, scheme: request.scheme,
-                extra: extra, bodyFraming: framing)
+                extra: extra, bodyFraming: framing,
+                fallbackHost: snapshot.config.upstreams[route.upstream]?.endpoints.first.map {
+                    HostPort(host: $0.host, port: $0.port).description
+                })
             upstreamHead = HTTPRequestHead(
                 version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: request.target,
                 headers: headers)

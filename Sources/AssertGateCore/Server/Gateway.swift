@@ -123,15 +123,31 @@ public final class Gateway: Sendable {
                 for (_, ch) in w.connections { ch.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
             }.get()
         }
-        // Wait for connections to drain, polling each loop's count until the deadline.
-        while NIODeadline.now() < deadline {
-            var open = 0
-            for (_, box) in workers {
-                open += (try? await box.eventLoop.submit { box.value.connections.count }.get()) ?? 0
-            }
-            if open == 0 { break }
-            try? await Task.sleep(nanoseconds: 20_000_000)
+        // Wait until every connection has closed itself, or the deadline.
+        var closeFutures: [EventLoopFuture<Void>] = []
+        for (_, box) in workers {
+            let fs = try? await box.eventLoop.submit { box.value.connections.values.map(\.closeFuture) }.get()
+            closeFutures.append(contentsOf: fs ?? [])
         }
+        let futures = closeFutures
+        let loop = group.next()
+        let drained = loop.makePromise(of: Void.self)
+        let done = NIOLoopBoundBox.makeBoxSendingValue(false, as: Bool.self, eventLoop: loop)
+        loop.execute {
+            EventLoopFuture.andAllComplete(futures, on: loop).whenComplete { _ in
+                if !done.value {
+                    done.value = true
+                    drained.succeed()
+                }
+            }
+            loop.scheduleTask(deadline: deadline) {
+                if !done.value {
+                    done.value = true
+                    drained.succeed()
+                }
+            }
+        }
+        try? await drained.futureResult.get()
         for (_, box) in workers {
             try? await box.eventLoop.submit {
                 let w = box.value
