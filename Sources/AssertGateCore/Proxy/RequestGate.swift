@@ -86,15 +86,40 @@ public protocol LocalHandler: AnyObject {
     func handle(_ request: ProxyRequest, body: ByteBuffer) -> EventLoopFuture<LocalResponse>
 }
 
+/// What happened to one request, reported when the pipeline is done with it.
+public struct RequestSummary: Sendable {
+    public var requestId: String
+    public var method: String
+    /// The request target as received (may contain a query string).
+    public var target: String
+    /// The upstream name of the matched route; nil for local handlers and no-route.
+    public var upstream: String?
+    /// The status sent to the client; 0 when the client went away or the stream was reset first.
+    public var status: Int
+    /// Set when the gateway answered itself (problem+json) for this reason.
+    public var reason: ReasonToken?
+    public var durationNanoseconds: Int64
+    /// `true` when the response could not be completed (reset / connection closed).
+    public var aborted: Bool
+}
+
+/// Metrics/access-log hook, one per worker, loop-confined.
+public protocol RequestObserver: AnyObject {
+    func requestFinished(_ summary: RequestSummary)
+}
+
 /// Factories for the per-worker hooks (each called once per event loop).
 public struct GatewayHooks: Sendable {
     public var makeGate: @Sendable (any EventLoop) -> any RequestGate
     public var makeLocalHandlers: @Sendable (any EventLoop) -> [any LocalHandler]
+    public var makeObserver: @Sendable (any EventLoop) -> (any RequestObserver)?
     public init(
         makeGate: @escaping @Sendable (any EventLoop) -> any RequestGate = { _ in PassthroughGate() },
-        makeLocalHandlers: @escaping @Sendable (any EventLoop) -> [any LocalHandler] = { _ in [] }
+        makeLocalHandlers: @escaping @Sendable (any EventLoop) -> [any LocalHandler] = { _ in [] },
+        makeObserver: @escaping @Sendable (any EventLoop) -> (any RequestObserver)? = { _ in nil }
     ) {
         self.makeGate = makeGate
         self.makeLocalHandlers = makeLocalHandlers
+        self.makeObserver = makeObserver
     }
 }

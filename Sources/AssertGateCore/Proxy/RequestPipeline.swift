@@ -39,6 +39,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var responseFinished = false
     private var clientGone = false
     private var upstreamPaused = false
+    // For the observer (only read when one is installed).
+    private var startedAt: NIODeadline?
+    private var sentStatus = 0
+    private var answeredReason: ReasonToken?
+    private var upstreamName: String?
+    private var aborted = false
 
     init(request: ProxyRequest, body: RequestBodyInfo, sink: ResponseSink, worker: Worker) {
         self.request = request
@@ -47,6 +53,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         self.worker = worker
         self.requestEnded = body.isEmpty
         self.state = .answered
+        if worker.observer != nil { startedAt = .now() }
     }
 
     private var snapshot: GatewaySnapshot { request.snapshot }
@@ -203,6 +210,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     private func lease(_ route: RouteConfig, attempt: Int) {
+        upstreamName = route.upstream
         guard let upstream = snapshot.config.upstreams[route.upstream] else {
             answer(.upstreamUnavailable)
             return
@@ -261,6 +269,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             if responseStarted { fail() }
             return
         }
+        answeredReason = reason
         let body = ProblemResponse.body(reason, requestId: request.requestId, allocator: sink.allocator)
         var headers = HTTPHeaders()
         for (n, v) in ProblemResponse.headers(
@@ -276,6 +285,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     private func respond(status: Int, headers: HTTPHeaders, body: ByteBuffer) {
         responseStarted = true
+        sentStatus = status
         let isHead = request.method == "HEAD"
         if body.readableBytes == 0 || isHead {
             sink.sendResponseHead(status: status, headers: headers, endStream: true)
@@ -298,6 +308,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private func fail() {
         if case .forwarding(let conn) = state { conn.abandon() }
         state = .done
+        aborted = true
         if !clientGone { sink.abortResponse() }
         finish()
     }
@@ -310,6 +321,15 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         // Anything still queued is dropped.
         pendingBody.removeAll()
         sink.pipelineFinished()
+        if let observer = worker.observer {
+            let elapsed = startedAt.map { (NIODeadline.now() - $0).nanoseconds } ?? 0
+            observer.requestFinished(
+                RequestSummary(
+                    requestId: request.requestId, method: request.method, target: request.target,
+                    upstream: upstreamName, status: clientGone && !responseFinished ? 0 : sentStatus,
+                    reason: answeredReason, durationNanoseconds: elapsed,
+                    aborted: aborted || (clientGone && !responseFinished)))
+        }
     }
 
     // MARK: UpstreamExchangeDelegate
@@ -349,6 +369,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     func upstreamResponseHead(_ head: HTTPResponseHead) {
         guard case .forwarding = state else { return }
         responseStarted = true
+        sentStatus = Int(head.status.code)
         let headers = HeaderRewriter.downstreamResponseHeaders(head.headers, requestId: request.requestId)
         sink.sendResponseHead(status: Int(head.status.code), headers: headers, endStream: false)
     }

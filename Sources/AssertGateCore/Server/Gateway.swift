@@ -35,6 +35,11 @@ public final class Gateway: Sendable {
         self.workers = workers
     }
 
+    /// One event loop (= one worker) per core unless told otherwise.
+    public static func makeEventLoopGroup(threads: Int? = nil) -> MultiThreadedEventLoopGroup {
+        MultiThreadedEventLoopGroup(numberOfThreads: max(1, threads ?? System.coreCount))
+    }
+
     /// The configuration currently in force for new requests.
     public var config: GatewayConfig { state.withLockedValue { $0.config } }
 

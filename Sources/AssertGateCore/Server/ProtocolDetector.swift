@@ -11,9 +11,19 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
     enum Mode: Sendable {
         /// Peek at the first bytes (cleartext listener).
         case detect
-        /// Already negotiated (e.g. ALPN): `true` = h2, `false` = http/1.1.
+        /// Already negotiated (e.g. ALPN).
         case http2
         case http1
+        /// Wait for a `ProtocolDetector.Negotiated` user event (fired by a TLS handler in
+        /// front once ALPN is done); bytes arriving before it are buffered.
+        case awaitNegotiation
+    }
+
+    /// Fire this inbound user event from a TLS handler after the handshake:
+    /// `protocol` is the ALPN result ("h2", "http/1.1" or nil = no ALPN → detect by preface).
+    struct Negotiated: Sendable {
+        var alpn: String?
+        init(alpn: String?) { self.alpn = alpn }
     }
 
     static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
@@ -32,7 +42,7 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         switch mode {
-        case .detect: break
+        case .detect, .awaitNegotiation: break
         case .http2: install(http2: true, context: context)
         case .http1: install(http2: false, context: context)
         }
@@ -49,6 +59,17 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
         } else {
             buffered?.writeBuffer(&incoming)
         }
+        if waitingForNegotiation { return }
+        detect(context: context)
+    }
+
+    private var waitingForNegotiation: Bool {
+        if case .awaitNegotiation = mode, !negotiated { return true }
+        return false
+    }
+    private var negotiated = false
+
+    private func detect(context: ChannelHandlerContext) {
         guard let b = buffered else { return }
         let n = min(b.readableBytes, Self.preface.count)
         let matches = b.withUnsafeReadableBytes { bytes in
@@ -64,6 +85,15 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let n = event as? Negotiated, !decided {
+            negotiated = true
+            switch n.alpn {
+            case "h2": install(http2: true, context: context)
+            case "http/1.1", "http/1.0": install(http2: false, context: context)
+            default: detect(context: context)
+            }
+            return
+        }
         if event is ChannelShouldQuiesceEvent, !decided {
             context.close(promise: nil)
             return

@@ -11,6 +11,7 @@ final class Worker {
     let gate: any RequestGate
     /// `var` so tests can install handlers after construction.
     var localHandlers: [any LocalHandler]
+    var observer: (any RequestObserver)?
     var snapshot: GatewaySnapshot
     var requestIds = RequestIdGenerator()
     /// Live downstream connections, for graceful shutdown.
@@ -24,6 +25,7 @@ final class Worker {
         self.upstreams = UpstreamPool(eventLoop: eventLoop, logger: logger)
         self.gate = hooks.makeGate(eventLoop)
         self.localHandlers = hooks.makeLocalHandlers(eventLoop)
+        self.observer = hooks.makeObserver(eventLoop)
     }
 
     /// X-Request-Id for a request: the client's if valid, else a new UUID.
