@@ -188,5 +188,38 @@ extension Integration {
             if let slowAt, let helloAt { #expect(slowAt < helloAt) }
             try await h.stop()
         }
+    
+        @Test func staleKeepAliveConnectionIsReplayedOverHTTP1() async throws {
+            let h = try await Harness.start()
+            // Both requests on one client connection → one worker → the same pooled upstream connection.
+            let r = try await Run.tool("curl", ["-sS", "--http1.1", "\(h.base)/drop-next", "\(h.base)/hello"])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout == "armed\n" + TestUpstream.hello)
+            #expect(h.upstream.requests.count == 3)  // drop-next, hello (dropped), hello (replayed)
+            try await h.stop()
+        }
+
+        @Test func staleKeepAliveConnectionIsReplayedOverHTTP2() async throws {
+            let h = try await Harness.start()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("Adversarial/h2_sequential.py").path
+            let r = try await Run.tool("python3", [script, String(h.port), "/drop-next", "/hello"])
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout == "200 armed\n200 " + TestUpstream.hello)
+            #expect(h.upstream.requests.count == 3)
+            try await h.stop()
+        }
+
+        @Test func staleConnectionIsNotReplayedForPost() async throws {
+            let h = try await Harness.start()
+            let r = try await Run.tool("curl", [
+                "-sS", "--http1.1", "\(h.base)/drop-next", "-X", "POST", "-d", "", "-w", "%{http_code}",
+                "\(h.base)/hello",
+            ])
+            #expect(r.stdout.hasPrefix("armed\n"))
+            #expect(r.stdout.contains("upstream-unavailable"))
+            #expect(r.stdout.hasSuffix("502"))
+            try await h.stop()
+        }
     }
 }

@@ -45,6 +45,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var answeredReason: ReasonToken?
     private var upstreamName: String?
     private var aborted = false
+    private var replayed = false
 
     init(request: ProxyRequest, body: RequestBodyInfo, sink: ResponseSink, worker: Worker) {
         self.request = request
@@ -340,7 +341,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             return
         }
         state = .forwarding(connection)
-        upstreamHead = nil
+        // Kept only for bodiless requests: they may be replayed on a stale keep-alive connection.
+        if !bodyInfo.isEmpty { upstreamHead = nil }
         let endNow = requestEnded && pendingBody.isEmpty
         connection.sendHead(head, end: endNow)
         if endNow { return }
@@ -392,7 +394,18 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     func upstreamFailed(_ error: UpstreamError) {
-        guard case .forwarding = state else { return }
+        guard case .forwarding(let conn) = state else { return }
+        // A pooled connection the upstream had already closed (keep-alive race): nothing
+        // was answered, the request had no body and is idempotent, so send it again once.
+        if error == .connectionLost, !responseStarted, conn.exchanges > 1, !conn.responseStarted,
+            bodyInfo.isEmpty, isIdempotent, !replayed, upstreamHead != nil,
+            let route = snapshot.route(method: request.method, path: request.path)
+        {
+            replayed = true
+            worker.logger.debug("replaying on a fresh connection", metadata: ["requestId": "\(request.requestId)"])
+            lease(route, attempt: 1)
+            return
+        }
         state = .done
         if responseStarted {
             fail()

@@ -39,11 +39,16 @@ final class UpstreamConnection {
         handler.connection = self
     }
 
+    /// Exchanges started on this connection (> 1: it came from the keep-alive pool).
+    private(set) var exchanges = 0
+
     func begin(delegate: UpstreamExchangeDelegate, responseTimeout: TimeAmount, idleTimeout: TimeAmount) {
+        exchanges += 1
         self.delegate = delegate
         self.requestDone = false
         self.responseDone = false
         self.responseKeepAlive = true
+        self.responseStarted = false
         self.responseTimeout = responseTimeout
         self.idleTimeout = idleTimeout
         self.responseDeadline = nil
@@ -107,6 +112,7 @@ final class UpstreamConnection {
         case .head(let head):
             if head.status.code < 200, head.status.code != 101 { return }  // 1xx interim: skip
             responseDeadline = nil
+            responseStarted = true
             responseKeepAlive = head.isKeepAlive
             delegate?.upstreamResponseHead(head)
         case .body(let buffer):
@@ -124,6 +130,9 @@ final class UpstreamConnection {
             maybeRelease()
         }
     }
+
+    /// No byte of the response arrived yet on this exchange.
+    private(set) var responseStarted = false
 
     func channelClosed() {
         guard !isClosed else { return }

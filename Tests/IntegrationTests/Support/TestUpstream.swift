@@ -8,6 +8,8 @@ import NIOPosix
 /// - `/hello`: 64 bytes; `/slow?ms=N`: answers after N ms;
 /// - `/upload`: counts (and drops) the body, answers `{"received_bytes":N}`;
 /// - `/download?bytes=N`: streams N bytes, honouring back-pressure;
+/// - `/drop-next`: 200, then the next request on that connection is answered by closing it
+///   (a keep-alive connection that died while idle in the gateway's pool);
 /// - anything else: 200 `ok`.
 final class TestUpstream: Sendable {
     let group: MultiThreadedEventLoopGroup
@@ -77,6 +79,7 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
     private var received = 0
     private var remaining = 0
     private var downloading = false
+    private var dropNext = false
 
     init(onHead: @escaping @Sendable (HTTPRequestHead) -> Void) {
         self.onHead = onHead
@@ -106,10 +109,17 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
     }
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        if dropNext {
+            context.close(promise: nil)
+            return
+        }
         let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
         switch path {
         case "/hello":
             send(context, body: TestUpstream.hello, type: "application/json")
+        case "/drop-next":
+            dropNext = true
+            send(context, body: "armed\n", type: "text/plain")
         case "/upload":
             send(context, body: "{\"received_bytes\":\(received)}\n", type: "application/json")
         case "/slow":
