@@ -84,6 +84,14 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         } else {
             framing = .none
         }
+        if !RequestBodyInfo(framing: framing).isEmpty,
+            headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }), let context
+        {
+            // The gateway streams the body itself: invite it now instead of making the
+            // client wait for an upstream that never sees the Expect header.
+            let interim = HTTPResponseHead(version: .http1_1, status: .continue)
+            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+        }
         let request = ProxyRequest(
             method: head.method.rawValue, target: head.uri, authority: nil, scheme: scheme, headers: headers,
             requestId: requestId, clientAddress: clientAddress, snapshot: snapshot)

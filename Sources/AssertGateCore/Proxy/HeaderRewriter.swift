@@ -59,7 +59,7 @@ enum HeaderRewriter {
             if isHopByHop(name) { continue }
             if !listed.isEmpty, listed.contains(name.lowercased()) { continue }
             if ASCII.equalsCI(name, "x-request-id") || ASCII.equalsCI(name, "x-forwarded-proto")
-                || ASCII.equalsCI(name, "content-length")
+                || ASCII.equalsCI(name, "content-length") || ASCII.equalsCI(name, "expect")
             {
                 continue
             }

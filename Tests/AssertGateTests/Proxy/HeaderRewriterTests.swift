@@ -38,7 +38,7 @@ import Testing
             ("TE", "trailers"), ("Trailer", "x"), ("Transfer-Encoding", "chunked"), ("Upgrade", "websocket"),
             ("AssertGate-Key-Id", "k"), ("assertgate-assertion", "a"), ("AssertGate-Challenge", "c"),
             ("X-Forwarded-For", "10.0.0.1"), ("X-Forwarded-For", "10.0.0.2"), ("Forwarded", "for=10.0.0.1"),
-            ("X-Forwarded-Proto", "https"), ("X-Request-Id", "bad id with spaces"), ("Accept", "*/*"),
+            ("X-Forwarded-Proto", "https"), ("X-Request-Id", "bad id with spaces"), ("Accept", "*/*"), ("Expect", "100-continue"),
         ])
         let out = HeaderRewriter.upstreamRequestHeaders(
             client: client, authority: nil, route: route(), snapshot: snapshot(), requestId: "rid-1",
@@ -46,7 +46,7 @@ import Testing
             bodyFraming: .chunked)
         let names = Set(out.map { $0.name.lowercased() })
         for gone in ["connection", "x-secret-hop", "keep-alive", "proxy-authorization", "proxy-connection", "te",
-                     "trailer", "upgrade", "assertgate-key-id", "assertgate-assertion", "assertgate-challenge"] {
+                     "trailer", "upgrade", "expect", "assertgate-key-id", "assertgate-assertion", "assertgate-challenge"] {
             #expect(!names.contains(gone), "\(gone) should be removed")
         }
         #expect(out["Host"] == ["api.example"])
