@@ -30,6 +30,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private var streams: [Int32: HTTP2Stream] = [:]
     private var events: [Event] = []
     private var inRead = false
+    /// True while nghttp2 runs (mem_recv/mem_send): debug builds assert that no
+    /// nghttp2 function is entered from one of its own callbacks.
+    private var insideNghttp2 = false
     private var flushScheduled = false
     private var selfBound: NIOLoopBound<HTTP2ServerConnection>?
     private var clientAddress: String?
@@ -159,6 +162,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 inboundBase = nil
                 inboundBuffer = nil
             }
+            insideNghttp2 = true
+            defer { insideNghttp2 = false }
             return nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
         }
         if rv < 0 {
@@ -194,6 +199,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     /// Graceful shutdown: GOAWAY(NO_ERROR) with the last processed stream; close when drained.
     func initiateGoAway() {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session, !goingAway else { return }
         goingAway = true
         let last = nghttp2_session_get_last_proc_stream_id(session)
@@ -300,6 +306,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     // MARK: sink operations (called by HTTP2Stream, never from a callback)
 
     func submitResponse(_ stream: HTTP2Stream, status: Int, headers: HTTPHeaders, endStream: Bool) {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session else { return }
         nvBytes.removeAll(keepingCapacity: true)
         nvSpans.removeAll(keepingCapacity: true)
@@ -353,6 +360,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func resumeIfDeferred(_ stream: HTTP2Stream) {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session, stream.deferred, !stream.isClosed else { return }
         stream.deferred = false
         _ = nghttp2_session_resume_data(session, stream.id)
@@ -360,6 +368,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func resetStream(_ stream: HTTP2Stream, errorCode: UInt32) {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session, !stream.isClosed else { return }
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, errorCode)
         if !serverResetBudget.take() { events.append(.abuse) }
@@ -367,6 +376,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func consume(streamId: Int32, bytes: Int) {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session, bytes > 0 else { return }
         // Updates the connection window even when the stream is already gone.
         _ = nghttp2_session_consume(session, streamId, bytes)
@@ -384,8 +394,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     /// Drains nghttp2 into one buffer and writes it with one flush.
     func flushNow() {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         flushScheduled = false
-        guard let context, let session else { return }
+        // After channelInactive the stream objects the data providers point to may be
+        // gone: never run nghttp2 output on a dead connection.
+        guard let context, let session, context.channel.isActive else { return }
         var out: ByteBuffer?
         var rounds = 0
         var more = false
@@ -422,7 +435,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         guard let context, context.channel.isWritable || out == nil else { return true }
         while true {
             var ptr: UnsafePointer<UInt8>?
+            insideNghttp2 = true
             let n = nghttp2_session_mem_send(session, &ptr)
+            insideNghttp2 = false
             if n < 0 {
                 closing = true
                 return false
