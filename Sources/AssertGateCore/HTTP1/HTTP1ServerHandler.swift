@@ -18,6 +18,9 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     private var keepAlive = true
     private var responding = false
     private var discardingRequest = false
+    /// The current request's `.end` has been read.
+    private var requestComplete = true
+    private var requestHasBody = false
     private var quiescing = false
     /// Request body bytes handed to the pipeline and not yet taken upstream.
     private var unconsumed = 0
@@ -46,6 +49,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            requestComplete = false
             startRequest(head)
         case .body(let buffer):
             guard let pipeline else { return }
@@ -53,6 +57,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             if unconsumed > Self.highWater { readsPaused = true }
             pipeline.receiveBody(buffer)
         case .end:
+            requestComplete = true
             if discardingRequest {
                 discardingRequest = false
                 return
@@ -92,6 +97,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             let interim = HTTPResponseHead(version: .http1_1, status: .continue)
             context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
         }
+        requestHasBody = !RequestBodyInfo(framing: framing).isEmpty
         let request = ProxyRequest(
             method: head.method.rawValue, target: head.uri, authority: nil, scheme: scheme, headers: headers,
             requestId: requestId, clientAddress: clientAddress, snapshot: snapshot)
@@ -117,6 +123,9 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         guard let context else { return }
         responding = true
         var h = headers
+        // Answered before the body was read (413, 404, early upstream answer): close rather
+        // than read and discard what may be a very large body.
+        if !requestComplete, requestHasBody { keepAlive = false }
         if !keepAlive || quiescing { h.replaceOrAdd(name: "connection", value: "close") }
         let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: h)
         context.write(wrapOutboundOut(.head(head)), promise: nil)

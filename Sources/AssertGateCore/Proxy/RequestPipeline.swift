@@ -62,6 +62,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     // MARK: front end → pipeline
 
     func start() {
+        if case .contentLength(let n) = bodyInfo.framing, n > snapshot.config.limits.maxRequestBodyBytes {
+            answer(.bodyTooLarge)
+            return
+        }
         let path = request.path
         for handler in worker.localHandlers where handler.claims(path: path, snapshot: snapshot) {
             state = .bufferingForLocal(handler)
