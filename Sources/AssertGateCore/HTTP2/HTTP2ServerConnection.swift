@@ -308,30 +308,44 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     func submitResponse(_ stream: HTTP2Stream, status: Int, headers: HTTPHeaders, endStream: Bool) {
         assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session else { return }
-        nvBytes.removeAll(keepingCapacity: true)
-        nvSpans.removeAll(keepingCapacity: true)
-        appendNV(":status", String(status), flags: 0)
+        // Work on locals (moved out of the scratch properties, so no copy and no
+        // per-byte exclusivity checks on class storage), then hand them back.
+        var bytes: [UInt8] = []
+        var spans: [NVSpan] = []
+        var nva: [nghttp2_nv] = []
+        swap(&bytes, &nvBytes)
+        swap(&spans, &nvSpans)
+        swap(&nva, &nvArray)
+        bytes.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
+        nva.removeAll(keepingCapacity: true)
+        defer {
+            swap(&bytes, &nvBytes)
+            swap(&spans, &nvSpans)
+            swap(&nva, &nvArray)
+        }
+        Self.appendNV(":status", String(status), flags: 0, bytes: &bytes, spans: &spans)
         for (name, value) in headers {
             let noIndex = ASCII.equalsCI(name, "x-request-id")
-            appendNV(name, value, flags: noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : 0)
+            Self.appendNV(
+                name, value, flags: noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : 0, bytes: &bytes,
+                spans: &spans)
         }
-        let spans = nvSpans
-        let rv: Int32 = nvBytes.withUnsafeMutableBufferPointer { bytes -> Int32 in
-            guard let base = bytes.baseAddress else { return -1 }
-            nvArray.removeAll(keepingCapacity: true)
+        let rv: Int32 = bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
+            guard let base = buf.baseAddress else { return -1 }
             for s in spans {
-                nvArray.append(
+                nva.append(
                     nghttp2_nv(
                         name: base + s.nameStart, value: base + s.valueStart, namelen: s.nameLen,
                         valuelen: s.valueLen, flags: s.flags))
             }
             if endStream {
-                return nghttp2_submit_response(session, stream.id, nvArray, nvArray.count, nil)
+                return nghttp2_submit_response(session, stream.id, nva, nva.count, nil)
             }
             var provider = nghttp2_data_provider(
                 source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
                 read_callback: HTTP2ServerConnection.readCallback)
-            return nghttp2_submit_response(session, stream.id, nvArray, nvArray.count, &provider)
+            return nghttp2_submit_response(session, stream.id, nva, nva.count, &provider)
         }
         if rv != 0 {
             worker.logger.debug("submit_response failed", metadata: ["code": "\(rv)"])
@@ -351,12 +365,14 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private var nvSpans: [NVSpan] = []
     private var nvArray: [nghttp2_nv] = []
 
-    private func appendNV(_ name: String, _ value: String, flags: UInt8) {
-        let ns = nvBytes.count
-        for b in name.utf8 { nvBytes.append(ASCII.lower(b)) }
-        let vs = nvBytes.count
-        nvBytes.append(contentsOf: value.utf8)
-        nvSpans.append(NVSpan(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: nvBytes.count - vs, flags: flags))
+    private static func appendNV(
+        _ name: String, _ value: String, flags: UInt8, bytes: inout [UInt8], spans: inout [NVSpan]
+    ) {
+        let ns = bytes.count
+        for b in name.utf8 { bytes.append(ASCII.lower(b)) }
+        let vs = bytes.count
+        bytes.append(contentsOf: value.utf8)
+        spans.append(NVSpan(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: bytes.count - vs, flags: flags))
     }
 
     func resumeIfDeferred(_ stream: HTTP2Stream) {
