@@ -18,13 +18,17 @@ extension Integration {
             #expect(r.stdout.hasSuffix(TestUpstream.hello))
             #expect(r.stdout.lowercased().contains("x-request-id: "))
             #expect(!r.stdout.contains("upstream-chosen-id"))
+            #expect(!r.stdout.lowercased().contains("x-hop-resp"))
+            #expect(!r.stdout.lowercased().contains("keep-alive"))
             try await h.stop()
         }
 
         @Test func curlHTTP11KeepAliveTwoRequests() async throws {
             let h = try await Harness.start()
-            let r = try await Run.tool("curl", ["-sS", "--http1.1", "\(h.base)/hello", "\(h.base)/hello"])
+            let r = try await Run.tool("curl", ["-sS", "--http1.1", "-D", "/dev/stderr", "\(h.base)/hello", "\(h.base)/hello"])
             #expect(r.status == 0, "\(r.stderr)")
+            #expect(!r.stderr.lowercased().contains("x-hop-resp"))
+            #expect(r.stderr.lowercased().contains("x-request-id: "))
             #expect(r.stdout == TestUpstream.hello + TestUpstream.hello)
             #expect(h.upstream.requests.count == 2)
             try await h.stop()

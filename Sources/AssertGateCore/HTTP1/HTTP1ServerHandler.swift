@@ -132,6 +132,11 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         if endStream { sendResponseEnd() }
     }
 
+    func sendUpstreamResponseHead(status: Int, headers: HTTPHeaders, requestId: String) {
+        let h = HeaderRewriter.downstreamResponseHeaders(headers, requestId: requestId)
+        sendResponseHead(status: status, headers: h, endStream: false)
+    }
+
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard let context else { return }
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)

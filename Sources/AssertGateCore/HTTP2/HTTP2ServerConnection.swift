@@ -305,7 +305,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     // MARK: sink operations (called by HTTP2Stream, never from a callback)
 
-    func submitResponse(_ stream: HTTP2Stream, status: Int, headers: HTTPHeaders, endStream: Bool) {
+    /// With `rewriteFor`, `headers` come straight from an upstream: hop-by-hop headers and its
+    /// X-Request-Id are skipped and `rewriteFor` is sent as X-Request-Id.
+    func submitResponse(
+        _ stream: HTTP2Stream, status: Int, headers: HTTPHeaders, endStream: Bool, rewriteFor requestId: String? = nil
+    ) {
         assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session else { return }
         // Work on locals (moved out of the scratch properties, so no copy and no
@@ -325,12 +329,20 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             swap(&nva, &nvArray)
         }
         Self.appendNV(":status", String(status), flags: 0, bytes: &bytes, spans: &spans)
+        let listed = requestId == nil ? [] : HeaderRewriter.connectionTokens(headers)
+        // A fresh id per response would only churn the HPACK dynamic table (and push out
+        // server/content-type/date): send it never-indexed.
+        let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
         for (name, value) in headers {
-            let noIndex = ASCII.equalsCI(name, "x-request-id")
-            Self.appendNV(
-                name, value, flags: noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : 0, bytes: &bytes,
-                spans: &spans)
+            let isRequestId = ASCII.equalsCI(name, "x-request-id")
+            if requestId != nil,
+                isRequestId || HeaderRewriter.isHopByHop(name) || HeaderRewriter.isListed(name, listed)
+            {
+                continue
+            }
+            Self.appendNV(name, value, flags: isRequestId ? noIndex : 0, bytes: &bytes, spans: &spans)
         }
+        if let requestId { Self.appendNV("x-request-id", requestId, flags: noIndex, bytes: &bytes, spans: &spans) }
         let rv: Int32 = bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
             guard let base = buf.baseAddress else { return -1 }
             for s in spans {

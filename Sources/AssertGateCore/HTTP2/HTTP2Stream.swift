@@ -48,6 +48,12 @@ final class HTTP2Stream: ResponseSink {
         connection?.submitResponse(self, status: status, headers: headers, endStream: endStream)
     }
 
+    func sendUpstreamResponseHead(status: Int, headers: HTTPHeaders, requestId: String) {
+        guard !isClosed, !responseSubmitted else { return }
+        responseSubmitted = true
+        connection?.submitResponse(self, status: status, headers: headers, endStream: false, rewriteFor: requestId)
+    }
+
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard !isClosed, buffer.readableBytes > 0 else { return }
         outBytes += buffer.readableBytes

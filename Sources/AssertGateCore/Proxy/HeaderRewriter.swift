@@ -50,7 +50,8 @@ enum HeaderRewriter {
         return tokens
     }
 
-    private static func isListed(_ name: String, _ listed: [String]) -> Bool {
+    static func isListed(_ name: String, _ listed: [String]) -> Bool {
+        if listed.isEmpty { return false }
         for token in listed where ASCII.equalsCI(name, lower: Array(token.utf8)) { return true }
         return false
     }

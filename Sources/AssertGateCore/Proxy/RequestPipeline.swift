@@ -376,8 +376,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         guard case .forwarding = state else { return }
         responseStarted = true
         sentStatus = Int(head.status.code)
-        let headers = HeaderRewriter.downstreamResponseHeaders(head.headers, requestId: request.requestId)
-        sink.sendResponseHead(status: Int(head.status.code), headers: headers, endStream: false)
+        sink.sendUpstreamResponseHead(status: Int(head.status.code), headers: head.headers, requestId: request.requestId)
     }
 
     func upstreamResponseBody(_ buffer: ByteBuffer) {

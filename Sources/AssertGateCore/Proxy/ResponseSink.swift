@@ -7,6 +7,9 @@ protocol ResponseSink: AnyObject {
     var allocator: ByteBufferAllocator { get }
     /// `headers` are final (hop-by-hop removed, X-Request-Id set); the sink adds framing.
     func sendResponseHead(status: Int, headers: HTTPHeaders, endStream: Bool)
+    /// An upstream's head as received: the sink drops hop-by-hop headers and the upstream's
+    /// X-Request-Id and adds `requestId` (HTTP/2 does it while encoding, without a copy).
+    func sendUpstreamResponseHead(status: Int, headers: HTTPHeaders, requestId: String)
     func sendResponseBody(_ buffer: ByteBuffer)
     func sendResponseEnd()
     /// The response cannot be completed: reset the stream / close the connection.

@@ -177,6 +177,10 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
         h.add(name: "content-length", value: String(body.utf8.count))
         h.add(name: "x-request-id", value: "upstream-chosen-id")
         h.add(name: "server", value: "test-upstream")
+        // Hop-by-hop headers the gateway must not pass on (an h2 client rejects them).
+        h.add(name: "connection", value: "x-hop-resp")
+        h.add(name: "x-hop-resp", value: "1")
+        h.add(name: "keep-alive", value: "timeout=5")
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: h))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
