@@ -37,6 +37,8 @@ enum HeaderRewriter {
     static func connectionTokens(_ headers: HTTPHeaders) -> [String] {
         var tokens: [String] = []
         for (name, value) in headers where ASCII.equalsCI(name, "connection") {
+            // The usual single token, without splitting into Characters.
+            if ASCII.equalsCI(value, "keep-alive") || ASCII.equalsCI(value, "close") { continue }
             for t in value.split(separator: ",") {
                 let trimmed = String(t.trimmingASCIIWhitespace())
                 if trimmed.isEmpty || ASCII.equalsCI(trimmed, "keep-alive") || ASCII.equalsCI(trimmed, "close")
