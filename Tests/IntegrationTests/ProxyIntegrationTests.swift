@@ -225,5 +225,30 @@ extension Integration {
             #expect(r.stdout.hasSuffix("502"))
             try await h.stop()
         }
+    
+        @Test func gateTrustHeadersReachTheUpstreamAndSpoofsDoNot() async throws {
+            final class VerifiedGate: RequestGate {
+                func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy { .stream }
+                func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
+                    // The gate sees the assertion header but never a spoofed trust header.
+                    let spoofSeen = request.headers.contains { $0.name.lowercased().hasPrefix("x-assertgate-") }
+                    return .decided(.forward(extraHeaders: [
+                        ("X-AssertGate-Trust", spoofSeen ? "spoof-visible" : "verified"),
+                        ("X-AssertGate-Key-Id", request.headers.first(name: "AssertGate-Key-Id") ?? "none"),
+                    ]))
+                }
+            }
+            let h = try await Harness.start(hooks: GatewayHooks(makeGate: { _ in VerifiedGate() }))
+            let r = try await Run.tool("curl", [
+                "-sS", "--http2-prior-knowledge", "-H", "X-AssertGate-Trust: none", "-H", "x-assertgate-key-id: evil",
+                "-H", "AssertGate-Key-Id: k1", "\(h.base)/api",
+            ])
+            #expect(r.status == 0, "\(r.stderr)")
+            let head = try #require(h.upstream.requests.first)
+            #expect(head.headers["X-AssertGate-Trust"] == ["verified"])
+            #expect(head.headers["X-AssertGate-Key-Id"] == ["k1"])
+            #expect(head.headers["AssertGate-Key-Id"] == [])  // route does not forward assertion headers
+            try await h.stop()
+        }
     }
 }

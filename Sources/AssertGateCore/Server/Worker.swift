@@ -8,7 +8,8 @@ final class Worker {
     let eventLoop: EventLoop
     let logger: Logger
     let upstreams: UpstreamPool
-    let gate: any RequestGate
+    /// `var` so tests can install a gate after construction.
+    var gate: any RequestGate
     /// `var` so tests can install handlers after construction.
     var localHandlers: [any LocalHandler]
     var observer: (any RequestObserver)?

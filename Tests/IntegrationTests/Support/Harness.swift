@@ -12,7 +12,7 @@ struct Harness {
     let port: Int
 
     static func start(
-        upstreamEndpoints: [UpstreamEndpoint]? = nil, responseTimeout: TimeAmount = .seconds(10), threads: Int = 2,
+        upstreamEndpoints: [UpstreamEndpoint]? = nil, responseTimeout: TimeAmount = .seconds(10), threads: Int = 2, hooks: GatewayHooks = GatewayHooks(),
         configure: (inout GatewayConfig) -> Void = { _ in }
     ) async throws -> Harness {
         let upstream = try await TestUpstream()
@@ -29,7 +29,7 @@ struct Harness {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         var logger = Logger(label: "assertgate.test")
         logger.logLevel = .warning
-        let gateway = Gateway(config: config, group: group, logger: logger)
+        let gateway = Gateway(config: config, group: group, logger: logger, hooks: hooks)
         let ports = try await gateway.start()
         return Harness(upstream: upstream, gateway: gateway, group: group, port: ports.first ?? 0)
     }
