@@ -24,7 +24,9 @@ final class HTTP2Stream: ResponseSink {
     var responseSubmitted = false
 
     // Response body queued for the data provider.
-    var outQueue = CircularBuffer<ByteBuffer>()
+    /// A plain array: empty costs no allocation (most responses have one chunk), and it
+    /// stays short because the upstream is paused above `highWater`.
+    var outQueue: [ByteBuffer] = []
     var outBytes = 0
     var outEnded = false
     /// The data provider returned NGHTTP2_ERR_DEFERRED and waits for resume_data.
@@ -101,7 +103,7 @@ final class HTTP2Stream: ResponseSink {
             if head.readableBytes == 0 {
                 outQueue.removeFirst()
             } else {
-                outQueue[outQueue.startIndex] = head
+                outQueue[0] = head
             }
         }
         outBytes -= written

@@ -33,7 +33,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var requestEnded: Bool
     private var bodyReceived = 0
     /// Body chunks not yet written upstream (bounded by the sink's flow control).
-    private var pendingBody = CircularBuffer<ByteBuffer>()
+    /// Usually empty (no allocation); bounded by the sink's flow control when not.
+    private var pendingBody: [ByteBuffer] = []
     private var bodyBuffer: ByteBuffer?
     private var responseStarted = false
     private var responseFinished = false
@@ -267,7 +268,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         state = .answered
         // Whatever was queued for the upstream is discarded: give the window back.
         var queued = 0
-        while let b = pendingBody.popFirst() { queued += b.readableBytes }
+        for b in pendingBody { queued += b.readableBytes }
+        pendingBody.removeAll()
         if queued > 0 { sink.requestBodyConsumed(queued) }
         bodyBuffer = nil
         guard !responseStarted, !clientGone else {
@@ -350,7 +352,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         let endNow = requestEnded && pendingBody.isEmpty
         connection.sendHead(head, end: endNow)
         if endNow { return }
-        while let b = pendingBody.popFirst() { writeBody(b, to: connection) }
+        let queued = pendingBody
+        pendingBody.removeAll()
+        for b in queued { writeBody(b, to: connection) }
         if requestEnded { connection.sendEnd() }
     }
 
