@@ -65,5 +65,37 @@ extension Integration {
             #expect(growth < Self.maxGrowthKiB, "peak RSS grew by \(growth) KiB")
             try await h.stop()
         }
+    
+        @Test func stalledHTTP2ClientPausesTheUpstream() async throws {
+            let h = try await Harness.start()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("Adversarial/h2_slow_reader.py").path
+            Memory.resetPeak()
+            let before = Memory.rssKiB
+            // The upstream could push 200 MiB in well under the 2 s the client stalls.
+            let r = try await Run.tool("python3", [script, String(h.port), "/download?bytes=\(Self.size)", "2"])
+            let growth = Memory.peakKiB - before
+            print("[stalled h2] peak RSS growth \(growth) KiB")
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout.hasPrefix("received "))
+            #expect(growth < Self.maxGrowthKiB, "peak RSS grew by \(growth) KiB")
+            try await h.stop()
+        }
+    
+        @Test(arguments: ["--http2-prior-knowledge", "--http1.1"])
+        func slowClientPausesTheUpstream(_ proto: String) async throws {
+            let h = try await Harness.start()
+            Memory.resetPeak()
+            let before = Memory.rssKiB
+            let r = try await Run.tool("curl", [
+                "-sS", proto, "--limit-rate", "256k", "--max-time", "2", "-o", "/dev/null",
+                "\(h.base)/download?bytes=\(Self.size)",
+            ])
+            let growth = Memory.peakKiB - before
+            print("[slow \(proto)] peak RSS growth \(growth) KiB")
+            #expect(r.status == 28)  // curl's own --max-time: the download was still running
+            #expect(growth < Self.maxGrowthKiB, "peak RSS grew by \(growth) KiB")
+            try await h.stop()
+        }
     }
 }

@@ -460,7 +460,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     /// True when output is left because the per-flush cap was reached.
     private func drain(_ session: OpaquePointer, into out: inout ByteBuffer?) -> Bool {
-        guard let context, context.channel.isWritable || out == nil else { return true }
+        // A client that stopped reading (but granted a large window) must not make us move
+        // every queued byte into the socket's buffer: wait for writability, so the stream
+        // queues fill and the upstreams are paused instead.
+        guard let context, context.channel.isWritable else { return true }
         while true {
             var ptr: UnsafePointer<UInt8>?
             insideNghttp2 = true
