@@ -250,5 +250,20 @@ extension Integration {
             #expect(head.headers["AssertGate-Key-Id"] == [])  // route does not forward assertion headers
             try await h.stop()
         }
+    
+        @Test func resetStreamKeepsTheUpstreamConnectionForReuse() async throws {
+            let h = try await Harness.start()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("Adversarial/h2_reset_then_get.py").path
+            // Reset while the upstream is still working; the gateway drains that exchange and
+            // then serves the next request on the same, still pooled, upstream connection.
+            let r = try await Run.tool("python3", [script, String(h.port), "/slow?ms=200", "0.05", "1.0", "/slow?ms=10"])
+            #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout == "200 slow\n")
+            #expect(h.upstream.requests.count == 2)
+            // The reset exchange was drained (not killed), so its connection served the next request.
+            #expect(h.upstream.connectionsAccepted == 1)
+            try await h.stop()
+        }
     }
 }

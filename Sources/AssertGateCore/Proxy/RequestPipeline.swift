@@ -47,6 +47,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var upstreamName: String?
     private var aborted = false
     private var replayed = false
+    private var discarded = 0
+    static let maxDiscardBytes = 256 << 10
 
     init(request: ProxyRequest, body: RequestBodyInfo, sink: ResponseSink, worker: Worker) {
         self.request = request
@@ -129,6 +131,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         clientGone = true
         switch state {
         case .forwarding(let conn):
+            if requestEnded, pendingBody.isEmpty, !conn.isClosed {
+                // The request is complete upstream: let the exchange finish (the answer is
+                // discarded) so the keep-alive connection survives a reset storm. Until then
+                // the request still counts against the connection's stream limit.
+                return
+            }
             conn.abandon()
         case .awaitingGate, .awaitingLocal:
             // The gate/local work keeps running: the request still counts against the
@@ -273,7 +281,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         if queued > 0 { sink.requestBodyConsumed(queued) }
         bodyBuffer = nil
         guard !responseStarted, !clientGone else {
-            if responseStarted { fail() }
+            if responseStarted { fail() } else { finish() }
             return
         }
         answeredReason = reason
@@ -380,11 +388,22 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         guard case .forwarding = state else { return }
         responseStarted = true
         sentStatus = Int(head.status.code)
+        if clientGone { return }
         sink.sendUpstreamResponseHead(status: Int(head.status.code), headers: head.headers, requestId: request.requestId)
     }
 
     func upstreamResponseBody(_ buffer: ByteBuffer) {
         guard case .forwarding(let conn) = state else { return }
+        if clientGone {
+            // Draining for a client that left: give up on large bodies.
+            discarded += buffer.readableBytes
+            if discarded > Self.maxDiscardBytes {
+                conn.abandon()
+                state = .done
+                finish()
+            }
+            return
+        }
         sink.sendResponseBody(buffer)
         if sink.isCongested, !upstreamPaused {
             upstreamPaused = true
@@ -396,7 +415,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         guard case .forwarding = state else { return }
         state = .done
         responseFinished = true
-        sink.sendResponseEnd()
+        if !clientGone { sink.sendResponseEnd() }
         finish()
     }
 

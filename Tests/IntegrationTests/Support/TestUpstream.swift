@@ -16,6 +16,7 @@ final class TestUpstream: Sendable {
     private let channel: any Channel
     let port: Int
     private let recorded = NIOLockedValueBox<[HTTPRequestHead]>([])
+    private let accepted = NIOLockedValueBox(0)
     private let waiters = NIOLockedValueBox<[(Int, EventLoopPromise<Void>)]>([])
 
     static let hello = String(repeating: "x", count: 63) + "\n"
@@ -27,7 +28,8 @@ final class TestUpstream: Sendable {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                box.withLockedValue { $0 }?.accepted.withLockedValue { $0 += 1 }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try channel.pipeline.syncOperations.addHandler(
                         TestUpstreamHandler(onHead: { head in box.withLockedValue { $0 }?.record(head) }))
@@ -40,6 +42,8 @@ final class TestUpstream: Sendable {
     }
 
     var requests: [HTTPRequestHead] { recorded.withLockedValue { $0 } }
+    /// Connections the gateway opened to this upstream.
+    var connectionsAccepted: Int { accepted.withLockedValue { $0 } }
 
     private func record(_ head: HTTPRequestHead) {
         let count = recorded.withLockedValue { r -> Int in
