@@ -76,11 +76,21 @@ let package = Package(
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
-                "AssertGateCore", "COpenSSL",
+                "AssertGateCore", "COpenSSL", "CNGHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "AssertGateCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            exclude: ["Adversarial"],
             swiftSettings: strict),
     ]
 )

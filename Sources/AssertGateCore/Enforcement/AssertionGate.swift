@@ -1,4 +1,6 @@
-import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOHTTP1
 import Verifier
@@ -17,15 +19,13 @@ public final class AssertionGate: RequestGate {
     private let keys: KeyCache
     private let metrics: GatewayMetrics?
     private let clock: @Sendable () -> Int64
-    private let contexts: EnforcementContextSource
 
     public init(
-        eventLoop: EventLoop, store: any Store, contexts: EnforcementContextSource, metrics: GatewayMetrics?,
+        eventLoop: EventLoop, store: any Store, metrics: GatewayMetrics?,
         keyCacheCapacity: Int = 100_000, clock: @escaping @Sendable () -> Int64 = UnixClock.now
     ) {
         self.eventLoop = eventLoop
         self.store = store
-        self.contexts = contexts
         self.metrics = metrics
         self.keys = KeyCache(capacity: keyCacheCapacity)
         self.clock = clock
@@ -37,21 +37,25 @@ public final class AssertionGate: RequestGate {
     }
 
     public func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
-        let context = contexts.context(for: request.snapshot)
+        guard let context = request.snapshot.enforcement else {
+            // Unreachable through `serve` (it refuses unloadable trust anchors);
+            // fail closed rather than forward unchecked.
+            return .decided(.reject(.storeUnavailable, extraHeaders: []))
+        }
         guard route.mode != .passthrough else {
             return .decided(forward(.none, request, context))
         }
         // 1. Headers and assertion object.
         let headers: AssertionHeaders
         let parsed: ParsedAssertion
-        do {
+        do throws(Rejection) {
             headers = try AssertionHeaders.parse(
                 names: context.headerNames, challengeRequired: route.challengeRequired
             ) { request.headers.first(name: $0) }
         } catch {
             return .decided(fail(error.reason, request, route, context))
         }
-        do {
+        do throws(VerificationError) {
             parsed = try ParsedAssertion.parse(headers.assertion)
         } catch {
             return .decided(fail(error.reason, request, route, context))
@@ -95,7 +99,7 @@ public final class AssertionGate: RequestGate {
         _ entry: KeyCache.Entry, _ parsed: ParsedAssertion, _ headers: AssertionHeaders, _ clientDataHash: [UInt8],
         _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
     ) -> EventLoopFuture<GateDecision> {
-        do {
+        do throws(VerificationError) {
             _ = try parsed.verify(
                 publicKey: entry.publicKey, appId: entry.stored.appId, clientDataHash: clientDataHash,
                 previousCounter: nil)
@@ -139,7 +143,7 @@ public final class AssertionGate: RequestGate {
     private func fail(
         _ reason: ReasonToken, _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
     ) -> GateDecision {
-        metrics?.rejection(reason).increment()
+        metrics?.rejection(reason).inc()
         switch route.mode {
         case .enforce:
             return .reject(reason, extraHeaders: [])
@@ -152,18 +156,13 @@ public final class AssertionGate: RequestGate {
     private func storeFailed(
         _ error: any Error, _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
     ) -> GateDecision {
-        metrics?.storeErrors.increment()
-        metrics?.rejection(.storeUnavailable).increment()
+        metrics?.storeErrors.inc()
+        metrics?.rejection(.storeUnavailable).inc()
         switch route.onStoreError {
         case .reject: return .reject(.storeUnavailable, extraHeaders: [])
         case .forward: return forward(.unavailable, request, context)
         }
     }
-}
-
-/// Where a gate finds the enforcement context of a request's snapshot.
-public protocol EnforcementContextSource: Sendable {
-    func context(for snapshot: GatewaySnapshot) -> EnforcementContext
 }
 
 public enum UnixClock {

@@ -9,7 +9,6 @@ import Verifier
 public final class AttestationRoutes: LocalHandler {
     private let eventLoop: EventLoop
     private let store: any Store
-    private let contexts: EnforcementContextSource
     private let threadPool: NIOThreadPool
     private let metrics: GatewayMetrics?
     private let clock: @Sendable () -> Int64
@@ -20,13 +19,12 @@ public final class AttestationRoutes: LocalHandler {
     public let maxBodyBytes = AttestRequest.maxBodyBytes
 
     public init(
-        eventLoop: EventLoop, store: any Store, contexts: EnforcementContextSource, threadPool: NIOThreadPool,
+        eventLoop: EventLoop, store: any Store, threadPool: NIOThreadPool,
         metrics: GatewayMetrics?, clock: @escaping @Sendable () -> Int64 = UnixClock.now,
         monotonicNanos: @escaping () -> UInt64 = { NIODeadline.now().uptimeNanoseconds }
     ) {
         self.eventLoop = eventLoop
         self.store = store
-        self.contexts = contexts
         self.threadPool = threadPool
         self.metrics = metrics
         self.clock = clock
@@ -41,7 +39,9 @@ public final class AttestationRoutes: LocalHandler {
     }
 
     public func handle(_ request: ProxyRequest, body: ByteBuffer) -> EventLoopFuture<LocalResponse> {
-        let context = contexts.context(for: request.snapshot)
+        guard let context = request.snapshot.enforcement else {
+            return eventLoop.makeSucceededFuture(problem(Rejection(.storeUnavailable, "no verifier"), request))
+        }
         let route = request.path.dropFirst(context.prefix.count)
         let answer: EventLoopFuture<LocalResponse>
         switch route {
@@ -73,7 +73,7 @@ public final class AttestationRoutes: LocalHandler {
                 problem(Rejection(.rateLimited, retryAfter: retry), request, extraHeaders: [("Retry-After", "\(retry)")]))
         }
         let parsed: ChallengeRequest
-        do {
+        do throws(Rejection) {
             parsed = try ChallengeRequest.parse(body)
         } catch {
             return eventLoop.makeSucceededFuture(problem(error, request))
@@ -92,7 +92,7 @@ public final class AttestationRoutes: LocalHandler {
                 return self.json(200, json, extraHeaders: [("Cache-Control", "no-store")])
             }
             .flatMapErrorThrowing { _ in
-                self.metrics?.storeErrors.increment()
+                self.metrics?.storeErrors.inc()
                 return self.problem(Rejection(.storeUnavailable), request)
             }
     }
@@ -103,7 +103,7 @@ public final class AttestationRoutes: LocalHandler {
         -> EventLoopFuture<LocalResponse>
     {
         let parsed: AttestRequest
-        do {
+        do throws(Rejection) {
             parsed = try AttestRequest.parse(body)
         } catch {
             return eventLoop.makeSucceededFuture(problem(error, request))
@@ -112,7 +112,7 @@ public final class AttestationRoutes: LocalHandler {
         let now = clock()
         // Chain and PKCS#7 checks cost milliseconds: keep them off the event loop.
         let verified = threadPool.runIfActive(eventLoop: eventLoop) { () -> Result<VerifiedAttestation, VerificationError> in
-            do {
+            do throws(VerificationError) {
                 return .success(
                     try context.verifier.verify(
                         attestationObject: parsed.attestation, keyId: parsed.keyId, clientDataHash: clientDataHash,
@@ -157,7 +157,7 @@ public final class AttestationRoutes: LocalHandler {
                     }
                 }
                 .flatMapErrorThrowing { _ in
-                    self.metrics?.storeErrors.increment()
+                    self.metrics?.storeErrors.inc()
                     return self.problem(Rejection(.storeUnavailable), request)
                 }
         }.flatMapErrorThrowing { _ in
@@ -179,7 +179,7 @@ public final class AttestationRoutes: LocalHandler {
     private func problem(_ rejection: Rejection, _ request: ProxyRequest, extraHeaders: [(String, String)] = [])
         -> LocalResponse
     {
-        metrics?.rejection(rejection.reason).increment()
+        metrics?.rejection(rejection.reason).inc()
         // The detail says which check failed (never secret material): it is
         // what an app developer needs to fix an integration.
         let text = ProblemDetails.body(

@@ -1,0 +1,222 @@
+import NIOCore
+import NIOHTTP1
+import Verifier
+
+/// The HTTP/1.1 front: one request at a time (NIO's pipelining handler
+/// serialises pipelined requests), request and response bodies streamed with
+/// back-pressure by holding `read()`.
+final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let worker: Worker
+    private let scheme: String
+    private var context: ChannelHandlerContext?
+    private var clientAddress: String?
+    private var pipeline: RequestPipeline?
+    private var keepAlive = true
+    private var responding = false
+    private var discardingRequest = false
+    /// The current request's `.end` has been read.
+    private var requestComplete = true
+    private var requestHasBody = false
+    private var quiescing = false
+    /// Request body bytes handed to the pipeline and not yet taken upstream.
+    private var unconsumed = 0
+    private var readsPaused = false
+    private var pendingRead = false
+
+    static let highWater = 512 << 10
+    static let lowWater = 128 << 10
+
+    init(worker: Worker, scheme: String) {
+        self.worker = worker
+        self.scheme = scheme
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.clientAddress = context.channel.remoteAddress?.ipAddress
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    var allocator: ByteBufferAllocator { context?.channel.allocator ?? ByteBufferAllocator() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            requestComplete = false
+            startRequest(head)
+        case .body(let buffer):
+            guard let pipeline else { return }
+            unconsumed += buffer.readableBytes
+            if unconsumed > Self.highWater { readsPaused = true }
+            pipeline.receiveBody(buffer)
+        case .end:
+            requestComplete = true
+            if discardingRequest {
+                discardingRequest = false
+                return
+            }
+            pipeline?.receiveEnd()
+        }
+    }
+
+    private func startRequest(_ head: HTTPRequestHead) {
+        let snapshot = worker.snapshot
+        keepAlive = head.isKeepAlive && !quiescing
+        unconsumed = 0
+        var headerBytes = 0
+        for (n, v) in head.headers { headerBytes += n.utf8.count + v.utf8.count }
+        var headers = head.headers
+        HeaderRewriter.stripTrustPrefix(&headers, snapshot: snapshot)
+        let requestId = worker.requestId(clientValue: headers.first(name: "x-request-id"))
+        if headerBytes > snapshot.config.limits.maxHeaderListBytes {
+            keepAlive = false
+            discardingRequest = true
+            sendProblem(.headersTooLarge, requestId: requestId)
+            return
+        }
+        let framing: RequestBodyFraming
+        if headers[canonicalForm: "transfer-encoding"].contains(where: { $0.lowercased() == "chunked" }) {
+            framing = .chunked
+        } else if let cl = headers.first(name: "content-length"), let n = Int(cl), n >= 0 {
+            framing = n == 0 ? .empty : .contentLength(n)
+        } else {
+            framing = .none
+        }
+        if !RequestBodyInfo(framing: framing).isEmpty,
+            headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }), let context
+        {
+            // The gateway streams the body itself: invite it now instead of making the
+            // client wait for an upstream that never sees the Expect header.
+            let interim = HTTPResponseHead(version: .http1_1, status: .continue)
+            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+        }
+        requestHasBody = !RequestBodyInfo(framing: framing).isEmpty
+        let request = ProxyRequest(
+            method: head.method.rawValue, target: head.uri, authority: nil, scheme: scheme, headers: headers,
+            requestId: requestId, clientAddress: clientAddress, snapshot: snapshot)
+        let p = RequestPipeline(request: request, body: RequestBodyInfo(framing: framing), sink: self, worker: worker)
+        pipeline = p
+        p.start()
+    }
+
+    private func sendProblem(_ reason: ReasonToken, requestId: String) {
+        let body = ProblemResponse.body(reason, requestId: requestId, allocator: allocator)
+        var headers = HTTPHeaders()
+        for (n, v) in ProblemResponse.headers(bodyLength: body.readableBytes, requestId: requestId, extra: []) {
+            headers.add(name: n, value: v)
+        }
+        sendResponseHead(status: reason.httpStatus, headers: headers, endStream: false)
+        sendResponseBody(body)
+        sendResponseEnd()
+    }
+
+    // MARK: ResponseSink
+
+    func sendResponseHead(status: Int, headers: HTTPHeaders, endStream: Bool) {
+        guard let context else { return }
+        responding = true
+        var h = headers
+        // Answered before the body was read (413, 404, early upstream answer): close rather
+        // than read and discard what may be a very large body.
+        if !requestComplete, requestHasBody { keepAlive = false }
+        if !keepAlive || quiescing { h.replaceOrAdd(name: "connection", value: "close") }
+        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: h)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if endStream { sendResponseEnd() }
+    }
+
+    func sendUpstreamResponseHead(status: Int, headers: HTTPHeaders, requestId: String) {
+        let h = HeaderRewriter.downstreamResponseHeaders(headers, requestId: requestId)
+        sendResponseHead(status: status, headers: h, endStream: false)
+    }
+
+    func sendResponseBody(_ buffer: ByteBuffer) {
+        guard let context else { return }
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+    }
+
+    func sendResponseEnd() {
+        guard let context, responding else { return }
+        responding = false
+        let close = !keepAlive || quiescing
+        if close {
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        } else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        }
+        resumeReads()
+    }
+
+    func abortResponse() {
+        context?.close(promise: nil)
+    }
+
+    func requestBodyConsumed(_ bytes: Int) {
+        unconsumed -= bytes
+        if readsPaused, unconsumed < Self.lowWater { resumeReads() }
+    }
+
+    var isCongested: Bool { !(context?.channel.isWritable ?? false) }
+
+    func pipelineFinished() {
+        pipeline = nil
+        if !responding { resumeReads() }
+    }
+
+    private func resumeReads() {
+        readsPaused = false
+        if pendingRead, let context {
+            pendingRead = false
+            context.read()
+        }
+    }
+
+    // MARK: channel events
+
+    func read(context: ChannelHandlerContext) {
+        if readsPaused {
+            pendingRead = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { pipeline?.downstreamDrained() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let p = pipeline
+        pipeline = nil
+        p?.downstreamAborted()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            quiescing = true
+            if pipeline == nil, !responding { context.close(promise: nil) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        guard let parseError = error as? HTTPParserError, !responding, pipeline == nil else {
+            context.close(promise: nil)
+            return
+        }
+        keepAlive = false
+        let reason: ReasonToken = parseError == .headerOverflow ? .headersTooLarge : .malformedRequest
+        sendProblem(reason, requestId: worker.requestIds.make())
+    }
+}

@@ -1,0 +1,125 @@
+import NIOCore
+import NIOHTTP1
+import Verifier
+
+/// What a front end hands the policy layer: the request as received, after the
+/// client's spoofed trust headers were removed (so a gate can never read one).
+public struct ProxyRequest {
+    public var method: String
+    /// The request target exactly as received (`:path` / HTTP/1.1 request-target).
+    public var target: String
+    public var authority: String?
+    /// `http` or `https`: the scheme the client used to reach the gateway.
+    public var scheme: String
+    /// Client headers minus every header with the trust prefix. Assertion headers are still present.
+    public var headers: HTTPHeaders
+    public var requestId: String
+    public var clientAddress: String?
+    /// The configuration snapshot this request runs on (stays fixed across reloads).
+    public var snapshot: GatewaySnapshot
+
+    /// The path without the query string.
+    public var path: Substring {
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
+        return target[...]
+    }
+}
+
+/// How much of the request body a gate needs before it can decide.
+public enum GateBodyPolicy: Sendable, Equatable {
+    /// Decide on the head alone; the body streams to the upstream.
+    case stream
+    /// Buffer the whole body up to `limit` bytes (more → 413 body-too-large), then decide.
+    case buffer(limit: Int)
+}
+
+public enum GateDecision: Sendable {
+    /// Forward with these headers added (e.g. the trust headers).
+    case forward(extraHeaders: [(String, String)])
+    /// Answer a problem+json for `reason` (status from the token), with extra response headers.
+    case reject(ReasonToken, extraHeaders: [(String, String)])
+}
+
+/// A gate answers synchronously when it can (no future allocated on the fast path).
+public enum GateOutcome {
+    case decided(GateDecision)
+    case pending(EventLoopFuture<GateDecision>)
+}
+
+/// The policy hook. One instance per worker (event loop), made by
+/// `GatewayHooks.makeGate`; every call happens on that loop, so an
+/// implementation may keep loop-confined state (a Redis connection, a key cache).
+public protocol RequestGate: AnyObject {
+    func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy
+    /// `body` is non-nil exactly when `bodyPolicy` asked for `.buffer`.
+    func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome
+}
+
+/// Passthrough: forward everything with `<prefix>Trust: none`.
+public final class PassthroughGate: RequestGate {
+    public init() {}
+    public func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy { .stream }
+    public func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
+        .decided(.forward(extraHeaders: [(request.snapshot.trustHeaderName, "none")]))
+    }
+}
+
+/// A response the gateway produces itself (challenge/attest routes).
+public struct LocalResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: ByteBuffer
+    public init(status: Int, headers: [(String, String)], body: ByteBuffer) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Routes served by the gateway itself, checked before the route table. One
+/// instance per worker, loop-confined like `RequestGate`.
+public protocol LocalHandler: AnyObject {
+    /// Whether this handler serves `path` (any method; it answers 405 itself).
+    func claims(path: Substring, snapshot: GatewaySnapshot) -> Bool
+    /// Bodies above this are answered `413 body-too-large` without calling `handle`.
+    var maxBodyBytes: Int { get }
+    func handle(_ request: ProxyRequest, body: ByteBuffer) -> EventLoopFuture<LocalResponse>
+}
+
+/// What happened to one request, reported when the pipeline is done with it.
+public struct RequestSummary: Sendable {
+    public var requestId: String
+    public var method: String
+    /// The request target as received (may contain a query string).
+    public var target: String
+    /// The upstream name of the matched route; nil for local handlers and no-route.
+    public var upstream: String?
+    /// The status sent to the client; 0 when the client went away or the stream was reset first.
+    public var status: Int
+    /// Set when the gateway answered itself (problem+json) for this reason.
+    public var reason: ReasonToken?
+    public var durationNanoseconds: Int64
+    /// `true` when the response could not be completed (reset / connection closed).
+    public var aborted: Bool
+}
+
+/// Metrics/access-log hook, one per worker, loop-confined.
+public protocol RequestObserver: AnyObject {
+    func requestFinished(_ summary: RequestSummary)
+}
+
+/// Factories for the per-worker hooks (each called once per event loop).
+public struct GatewayHooks: Sendable {
+    public var makeGate: @Sendable (any EventLoop) -> any RequestGate
+    public var makeLocalHandlers: @Sendable (any EventLoop) -> [any LocalHandler]
+    public var makeObserver: @Sendable (any EventLoop) -> (any RequestObserver)?
+    public init(
+        makeGate: @escaping @Sendable (any EventLoop) -> any RequestGate = { _ in PassthroughGate() },
+        makeLocalHandlers: @escaping @Sendable (any EventLoop) -> [any LocalHandler] = { _ in [] },
+        makeObserver: @escaping @Sendable (any EventLoop) -> (any RequestObserver)? = { _ in nil }
+    ) {
+        self.makeGate = makeGate
+        self.makeLocalHandlers = makeLocalHandlers
+        self.makeObserver = makeObserver
+    }
+}

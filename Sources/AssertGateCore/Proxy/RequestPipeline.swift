@@ -1,0 +1,443 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import Verifier
+
+/// One request's way through the gateway: local handler or route match →
+/// gate (policy hook) → upstream exchange → response back to the sink.
+/// Loop-confined; created by a front end per stream/request.
+final class RequestPipeline: UpstreamExchangeDelegate {
+    private enum State {
+        /// Buffering the body for a gate that asked for it.
+        case bufferingForGate(RouteConfig, limit: Int)
+        /// Buffering the body for a local handler.
+        case bufferingForLocal(any LocalHandler)
+        case awaitingGate(RouteConfig)
+        case awaitingLocal
+        /// Waiting for an upstream connection.
+        case leasing(RouteConfig, attempt: Int)
+        case forwarding(UpstreamConnection)
+        /// Answer sent or being sent by the gateway; request body is discarded.
+        case answered
+        case done
+    }
+
+    private var state: State
+    private var request: ProxyRequest
+    private let bodyInfo: RequestBodyInfo
+    /// Strong: the cycle with the sink is broken when the sink drops the pipeline (pipelineFinished/abort).
+    private let sink: ResponseSink
+    private let worker: Worker
+    private var upstreamHead: HTTPRequestHead?
+
+    private var requestEnded: Bool
+    private var bodyReceived = 0
+    /// Body chunks not yet written upstream (bounded by the sink's flow control).
+    /// Usually empty (no allocation); bounded by the sink's flow control when not.
+    private var pendingBody: [ByteBuffer] = []
+    private var bodyBuffer: ByteBuffer?
+    private var responseStarted = false
+    private var responseFinished = false
+    private var clientGone = false
+    private var upstreamPaused = false
+    // For the observer (only read when one is installed).
+    private var startedAt: NIODeadline?
+    private var sentStatus = 0
+    private var answeredReason: ReasonToken?
+    private var upstreamName: String?
+    private var aborted = false
+    private var replayed = false
+    private var discarded = 0
+    static let maxDiscardBytes = 256 << 10
+
+    init(request: ProxyRequest, body: RequestBodyInfo, sink: ResponseSink, worker: Worker) {
+        self.request = request
+        self.bodyInfo = body
+        self.sink = sink
+        self.worker = worker
+        self.requestEnded = body.isEmpty
+        self.state = .answered
+        if worker.observer != nil { startedAt = .now() }
+    }
+
+    private var snapshot: GatewaySnapshot { request.snapshot }
+
+    // MARK: front end → pipeline
+
+    func start() {
+        if case .contentLength(let n) = bodyInfo.framing, n > snapshot.config.limits.maxRequestBodyBytes {
+            answer(.bodyTooLarge)
+            return
+        }
+        let path = request.path
+        for handler in worker.localHandlers where handler.claims(path: path, snapshot: snapshot) {
+            state = .bufferingForLocal(handler)
+            if requestEnded { runLocal(handler) }
+            return
+        }
+        guard let route = snapshot.route(method: request.method, path: path) else {
+            answer(.noRoute)
+            return
+        }
+        switch worker.gate.bodyPolicy(for: request, route: route) {
+        case .stream:
+            runGate(route, body: nil)
+        case .buffer(let limit):
+            state = .bufferingForGate(route, limit: min(limit, snapshot.config.limits.maxRequestBodyBytes))
+            if requestEnded { runGate(route, body: bodyBuffer ?? sink.allocator.buffer(capacity: 0)) }
+        }
+    }
+
+    func receiveBody(_ buffer: ByteBuffer) {
+        let n = buffer.readableBytes
+        bodyReceived += n
+        switch state {
+        case .bufferingForGate(_, let limit):
+            sink.requestBodyConsumed(n)
+            guard bodyReceived <= limit else { return answer(.bodyTooLarge) }
+            appendToBodyBuffer(buffer)
+        case .bufferingForLocal(let handler):
+            sink.requestBodyConsumed(n)
+            guard bodyReceived <= handler.maxBodyBytes else { return answer(.bodyTooLarge) }
+            appendToBodyBuffer(buffer)
+        case .answered, .done, .awaitingLocal:
+            sink.requestBodyConsumed(n)
+        case .awaitingGate, .leasing:
+            guard checkStreamLimit() else { return }
+            pendingBody.append(buffer)
+        case .forwarding(let conn):
+            guard checkStreamLimit() else { return }
+            writeBody(buffer, to: conn)
+        }
+    }
+
+    func receiveEnd() {
+        if requestEnded { return }
+        requestEnded = true
+        switch state {
+        case .bufferingForGate(let route, _):
+            runGate(route, body: bodyBuffer ?? sink.allocator.buffer(capacity: 0))
+        case .bufferingForLocal(let handler):
+            runLocal(handler)
+        case .forwarding(let conn):
+            conn.sendEnd()
+        default:
+            break
+        }
+    }
+
+    /// The client reset the stream or closed the connection.
+    func downstreamAborted() {
+        clientGone = true
+        switch state {
+        case .forwarding(let conn):
+            if requestEnded, pendingBody.isEmpty, !conn.isClosed {
+                // The request is complete upstream: let the exchange finish (the answer is
+                // discarded) so the keep-alive connection survives a reset storm. Until then
+                // the request still counts against the connection's stream limit.
+                return
+            }
+            conn.abandon()
+        case .awaitingGate, .awaitingLocal:
+            // The gate/local work keeps running: the request still counts against the
+            // connection's stream limit until it ends (see the completion handlers).
+            return
+        default:
+            break
+        }
+        state = .done
+        finish()
+    }
+
+    /// The downstream drained its buffer: resume reading from the upstream.
+    func downstreamDrained() {
+        guard upstreamPaused, case .forwarding(let conn) = state else { return }
+        upstreamPaused = false
+        conn.resumeReads()
+    }
+
+    // MARK: steps
+
+    private func appendToBodyBuffer(_ buffer: ByteBuffer) {
+        if bodyBuffer == nil {
+            bodyBuffer = buffer
+        } else {
+            var incoming = buffer
+            bodyBuffer?.writeBuffer(&incoming)
+        }
+    }
+
+    private func checkStreamLimit() -> Bool {
+        guard bodyReceived > snapshot.config.limits.maxRequestBodyBytes else { return true }
+        if responseStarted {
+            fail()
+        } else {
+            answer(.bodyTooLarge)
+        }
+        return false
+    }
+
+    private func runGate(_ route: RouteConfig, body: ByteBuffer?) {
+        state = .awaitingGate(route)
+        switch worker.gate.evaluate(request, route: route, body: body) {
+        case .decided(let decision):
+            apply(decision, route: route, body: body)
+        case .pending(let future):
+            let bound = NIOLoopBound(self, eventLoop: worker.eventLoop)
+            future.hop(to: worker.eventLoop).whenComplete { result in
+                let me = bound.value
+                guard case .awaitingGate = me.state else { return }
+                if me.clientGone { return me.abandonAfterWork() }
+                switch result {
+                case .success(let decision): me.apply(decision, route: route, body: body)
+                case .failure: me.answer(.storeUnavailable)
+                }
+            }
+        }
+    }
+
+    private func apply(_ decision: GateDecision, route: RouteConfig, body: ByteBuffer?) {
+        switch decision {
+        case .reject(let reason, let extra):
+            answer(reason, extraHeaders: extra)
+        case .forward(let extra):
+            if let body, body.readableBytes > 0 { pendingBody.append(body) }
+            bodyBuffer = nil
+            let framing: RequestBodyFraming
+            if body != nil {
+                framing = (bodyInfo.framing == .none && (body?.readableBytes ?? 0) == 0) ? .none : .contentLength(body?.readableBytes ?? 0)
+            } else {
+                framing = bodyInfo.framing
+            }
+            let headers = HeaderRewriter.upstreamRequestHeaders(
+                client: request.headers, authority: request.authority, route: route, snapshot: snapshot,
+                requestId: request.requestId, clientAddress: request.clientAddress, scheme: request.scheme,
+                extra: extra, bodyFraming: framing,
+                fallbackHost: snapshot.config.upstreams[route.upstream]?.endpoints.first.map {
+                    HostPort(host: $0.host, port: $0.port).description
+                })
+            upstreamHead = HTTPRequestHead(
+                version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: request.target,
+                headers: headers)
+            lease(route, attempt: 0)
+        }
+    }
+
+    private func lease(_ route: RouteConfig, attempt: Int) {
+        upstreamName = route.upstream
+        guard let upstream = snapshot.config.upstreams[route.upstream] else {
+            answer(.upstreamUnavailable)
+            return
+        }
+        state = .leasing(route, attempt: attempt)
+        worker.upstreams.lease(name: route.upstream, config: upstream, delegate: self)
+    }
+
+    private func runLocal(_ handler: any LocalHandler) {
+        state = .awaitingLocal
+        let body = bodyBuffer ?? sink.allocator.buffer(capacity: 0)
+        bodyBuffer = nil
+        let bound = NIOLoopBound(self, eventLoop: worker.eventLoop)
+        handler.handle(request, body: body).hop(to: worker.eventLoop).whenComplete { result in
+            let me = bound.value
+            guard case .awaitingLocal = me.state else { return }
+            if me.clientGone { return me.abandonAfterWork() }
+            switch result {
+            case .success(let response):
+                me.state = .answered
+                var headers = HTTPHeaders()
+                for (n, v) in response.headers where !ASCII.equalsCI(n, "x-request-id") {
+                    headers.add(name: n, value: v)
+                }
+                headers.add(name: "x-request-id", value: me.request.requestId)
+                me.respond(status: response.status, headers: headers, body: response.body)
+            case .failure:
+                me.answer(.storeUnavailable)
+            }
+        }
+    }
+
+    private func writeBody(_ buffer: ByteBuffer, to conn: UpstreamConnection) {
+        let n = buffer.readableBytes
+        let promise = worker.eventLoop.makePromise(of: Void.self)
+        let sinkRef = NIOLoopBound(self, eventLoop: worker.eventLoop)
+        promise.futureResult.whenSuccess { sinkRef.value.bodyTaken(n) }
+        conn.sendBody(buffer, promise: promise)
+    }
+
+    private func bodyTaken(_ n: Int) {
+        guard !clientGone else { return }
+        sink.requestBodyConsumed(n)
+    }
+
+    /// Answer with a problem+json (only while no response has started).
+    private func answer(_ reason: ReasonToken, extraHeaders: [(String, String)] = []) {
+        if case .forwarding(let conn) = state { conn.abandon() }
+        state = .answered
+        // Whatever was queued for the upstream is discarded: give the window back.
+        var queued = 0
+        for b in pendingBody { queued += b.readableBytes }
+        pendingBody.removeAll()
+        if queued > 0 { sink.requestBodyConsumed(queued) }
+        bodyBuffer = nil
+        guard !responseStarted, !clientGone else {
+            if responseStarted { fail() } else { finish() }
+            return
+        }
+        answeredReason = reason
+        let body = ProblemResponse.body(reason, requestId: request.requestId, allocator: sink.allocator)
+        var headers = HTTPHeaders()
+        for (n, v) in ProblemResponse.headers(
+            bodyLength: body.readableBytes, requestId: request.requestId, extra: extraHeaders)
+        {
+            headers.add(name: n, value: v)
+        }
+        if reason == .methodNotAllowed, !extraHeaders.contains(where: { ASCII.equalsCI($0.0, "allow") }) {
+            headers.add(name: "allow", value: "POST")
+        }
+        respond(status: reason.httpStatus, headers: headers, body: body)
+    }
+
+    private func respond(status: Int, headers: HTTPHeaders, body: ByteBuffer) {
+        responseStarted = true
+        sentStatus = status
+        let isHead = request.method == "HEAD"
+        if body.readableBytes == 0 || isHead {
+            sink.sendResponseHead(status: status, headers: headers, endStream: true)
+        } else {
+            sink.sendResponseHead(status: status, headers: headers, endStream: false)
+            sink.sendResponseBody(body)
+            sink.sendResponseEnd()
+        }
+        responseFinished = true
+        finish()
+    }
+
+    /// Asynchronous work finished for a client that already went away.
+    private func abandonAfterWork() {
+        state = .done
+        finish()
+    }
+
+    /// The response cannot be completed.
+    private func fail() {
+        if case .forwarding(let conn) = state { conn.abandon() }
+        state = .done
+        aborted = true
+        if !clientGone { sink.abortResponse() }
+        finish()
+    }
+
+    private var finished = false
+    private func finish() {
+        guard !finished else { return }
+        finished = true
+        if case .answered = state {} else { state = .done }
+        // Anything still queued is dropped.
+        pendingBody.removeAll()
+        sink.pipelineFinished()
+        if let observer = worker.observer {
+            let elapsed = startedAt.map { (NIODeadline.now() - $0).nanoseconds } ?? 0
+            observer.requestFinished(
+                RequestSummary(
+                    requestId: request.requestId, method: request.method, target: request.target,
+                    upstream: upstreamName, status: clientGone && !responseFinished ? 0 : sentStatus,
+                    reason: answeredReason, durationNanoseconds: elapsed,
+                    aborted: aborted || (clientGone && !responseFinished)))
+        }
+    }
+
+    // MARK: UpstreamExchangeDelegate
+
+    func upstreamLeased(_ connection: UpstreamConnection) {
+        guard case .leasing = state, !clientGone, let head = upstreamHead else {
+            connection.releaseUnused()
+            return
+        }
+        state = .forwarding(connection)
+        // Kept only for bodiless requests: they may be replayed on a stale keep-alive connection.
+        if !bodyInfo.isEmpty { upstreamHead = nil }
+        let endNow = requestEnded && pendingBody.isEmpty
+        connection.sendHead(head, end: endNow)
+        if endNow { return }
+        let queued = pendingBody
+        pendingBody.removeAll()
+        for b in queued { writeBody(b, to: connection) }
+        if requestEnded { connection.sendEnd() }
+    }
+
+    func upstreamLeaseFailed(_ error: UpstreamError) {
+        guard case .leasing(let route, let attempt) = state, !clientGone else { return }
+        let endpoints = snapshot.config.upstreams[route.upstream]?.endpoints.count ?? 0
+        if error.isConnectFailure, attempt + 1 < max(2, endpoints), isIdempotent {
+            worker.logger.debug("retrying upstream connect", metadata: ["requestId": "\(request.requestId)"])
+            lease(route, attempt: attempt + 1)
+            return
+        }
+        answer(error.reason)
+    }
+
+    private var isIdempotent: Bool {
+        switch request.method {
+        case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE": return true
+        default: return false
+        }
+    }
+
+    func upstreamResponseHead(_ head: HTTPResponseHead) {
+        guard case .forwarding = state else { return }
+        responseStarted = true
+        sentStatus = Int(head.status.code)
+        if clientGone { return }
+        sink.sendUpstreamResponseHead(status: Int(head.status.code), headers: head.headers, requestId: request.requestId)
+    }
+
+    func upstreamResponseBody(_ buffer: ByteBuffer) {
+        guard case .forwarding(let conn) = state else { return }
+        if clientGone {
+            // Draining for a client that left: give up on large bodies.
+            discarded += buffer.readableBytes
+            if discarded > Self.maxDiscardBytes {
+                conn.abandon()
+                state = .done
+                finish()
+            }
+            return
+        }
+        sink.sendResponseBody(buffer)
+        if sink.isCongested, !upstreamPaused {
+            upstreamPaused = true
+            conn.pauseReads()
+        }
+    }
+
+    func upstreamResponseEnd() {
+        guard case .forwarding = state else { return }
+        state = .done
+        responseFinished = true
+        if !clientGone { sink.sendResponseEnd() }
+        finish()
+    }
+
+    func upstreamFailed(_ error: UpstreamError) {
+        guard case .forwarding(let conn) = state else { return }
+        // A pooled connection the upstream had already closed (keep-alive race): nothing
+        // was answered, the request had no body and is idempotent, so send it again once.
+        if error == .connectionLost, !responseStarted, conn.exchanges > 1, !conn.responseStarted,
+            bodyInfo.isEmpty, isIdempotent, !replayed, upstreamHead != nil,
+            let route = snapshot.route(method: request.method, path: request.path)
+        {
+            replayed = true
+            worker.logger.debug("replaying on a fresh connection", metadata: ["requestId": "\(request.requestId)"])
+            lease(route, attempt: 1)
+            return
+        }
+        state = .done
+        if responseStarted {
+            fail()
+        } else {
+            state = .answered
+            answer(error.reason)
+        }
+    }
+}

@@ -1,0 +1,30 @@
+import NIOCore
+import NIOHTTP1
+
+/// The downstream side of one request (an HTTP/2 stream or an HTTP/1.1
+/// exchange), as the pipeline sees it. Loop-confined.
+protocol ResponseSink: AnyObject {
+    var allocator: ByteBufferAllocator { get }
+    /// `headers` are final (hop-by-hop removed, X-Request-Id set); the sink adds framing.
+    func sendResponseHead(status: Int, headers: HTTPHeaders, endStream: Bool)
+    /// An upstream's head as received: the sink drops hop-by-hop headers and the upstream's
+    /// X-Request-Id and adds `requestId` (HTTP/2 does it while encoding, without a copy).
+    func sendUpstreamResponseHead(status: Int, headers: HTTPHeaders, requestId: String)
+    func sendResponseBody(_ buffer: ByteBuffer)
+    func sendResponseEnd()
+    /// The response cannot be completed: reset the stream / close the connection.
+    func abortResponse()
+    /// `bytes` of request body have been taken by the upstream (or discarded): open the window.
+    func requestBodyConsumed(_ bytes: Int)
+    /// Too much response body is buffered downstream: the pipeline should pause the upstream.
+    var isCongested: Bool { get }
+    /// The pipeline is done with this request (response sent or aborted).
+    func pipelineFinished()
+}
+
+/// The body the front end announced for a request.
+struct RequestBodyInfo {
+    var framing: RequestBodyFraming
+    /// True when the request has no body at all (END_STREAM on HEADERS / no length).
+    var isEmpty: Bool { framing == .none || framing == .empty }
+}

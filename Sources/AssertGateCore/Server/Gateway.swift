@@ -1,0 +1,173 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// The gateway's data path: listeners, one `Worker` per event loop, graceful
+/// shutdown and configuration reload. Signals and the CLI live elsewhere.
+public final class Gateway: Sendable {
+    public let group: any EventLoopGroup
+    private let logger: Logger
+    private let hooks: GatewayHooks
+    private let workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>]
+    private let state: NIOLockedValueBox<State>
+
+    private struct State {
+        var config: GatewayConfig
+        var serverChannels: [any Channel] = []
+        var started = false
+        var shutDown = false
+    }
+
+    /// `group` is usually `MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)`:
+    /// one worker per loop. The group stays owned by the caller.
+    public init(
+        config: GatewayConfig, enforcement: EnforcementContext? = nil, group: any EventLoopGroup, logger: Logger,
+        hooks: GatewayHooks = GatewayHooks()
+    ) {
+        self.group = group
+        self.logger = logger
+        self.hooks = hooks
+        self.state = NIOLockedValueBox(State(config: config))
+        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement)
+        var workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>] = [:]
+        for loop in group.makeIterator() {
+            let worker = Worker(eventLoop: loop, snapshot: snapshot, hooks: hooks, logger: logger)
+            workers[ObjectIdentifier(loop)] = NIOLoopBoundBox.makeBoxSendingValue(worker, as: Worker.self, eventLoop: loop)
+        }
+        self.workers = workers
+    }
+
+    /// One event loop (= one worker) per core unless told otherwise.
+    public static func makeEventLoopGroup(threads: Int? = nil) -> MultiThreadedEventLoopGroup {
+        MultiThreadedEventLoopGroup(numberOfThreads: max(1, threads ?? System.coreCount))
+    }
+
+    /// The configuration currently in force for new requests.
+    public var config: GatewayConfig { state.withLockedValue { $0.config } }
+
+    /// Binds every listener (port 0 = ephemeral) and returns the bound ports in listener order.
+    public func start() async throws -> [Int] {
+        let config = state.withLockedValue { s -> GatewayConfig in
+            s.started = true
+            return s.config
+        }
+        for (_, box) in workers {
+            try await box.eventLoop.submit { box.value.upstreams.startSweeping() }.get()
+        }
+        var ports: [Int] = []
+        var channels: [any Channel] = []
+        do {
+            for listener in config.listeners {
+                let channel = try await bind(listener)
+                channels.append(channel)
+                ports.append(channel.localAddress?.port ?? listener.address.port)
+            }
+        } catch {
+            for c in channels { try? await c.close() }
+            throw error
+        }
+        state.withLockedValue { $0.serverChannels = channels }
+        logger.info("gateway listening", metadata: ["ports": "\(ports)"])
+        return ports
+    }
+
+    private func bind(_ listener: ListenerConfig) async throws -> any Channel {
+        let workers = self.workers
+        let logger = self.logger
+        // One SSL_CTX per listener, shared by every worker; a bad certificate
+        // or key fails `start()` with a typed error naming the file.
+        let tls = try listener.tls.map { try TLSServerContext(config: $0) }
+        return try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                guard let box = workers[ObjectIdentifier(channel.eventLoop)] else {
+                    return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    let worker = box.value
+                    if worker.isQuiescing { throw ChannelError.ioOnClosedChannel }
+                    let id = ObjectIdentifier(channel)
+                    worker.connections[id] = channel
+                    channel.closeFuture.whenComplete { _ in box.value.connections.removeValue(forKey: id) }
+                    let sync = channel.pipeline.syncOperations
+                    if let tls {
+                        try sync.addHandler(OpenSSLServerHandler(context: tls, logger: logger))
+                        try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
+                    } else {
+                        try sync.addHandler(ProtocolDetector(worker: worker))
+                    }
+                }
+            }
+            .bind(host: listener.address.host, port: listener.address.port)
+            .get()
+    }
+
+    /// Swaps in a new configuration: new requests use it, in-flight ones finish on the old.
+    /// (Listeners are not rebound; changing them needs a restart.)
+    public func reload(_ config: GatewayConfig, enforcement: EnforcementContext? = nil) async {
+        state.withLockedValue { $0.config = config }
+        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement)
+        for (_, box) in workers {
+            try? await box.eventLoop.submit { box.value.snapshot = snapshot }.get()
+        }
+        logger.info("configuration reloaded")
+    }
+
+    /// Stops accepting, sends GOAWAY / `Connection: close`, waits for in-flight
+    /// requests up to `deadline`, then closes what is left.
+    public func shutdown(deadline: NIODeadline) async {
+        let channels = state.withLockedValue { s -> [any Channel] in
+            guard !s.shutDown else { return [] }
+            s.shutDown = true
+            let c = s.serverChannels
+            s.serverChannels = []
+            return c
+        }
+        for c in channels { try? await c.close() }
+        // Quiesce every live connection on its own loop.
+        for (_, box) in workers {
+            try? await box.eventLoop.submit {
+                let w = box.value
+                w.isQuiescing = true
+                for (_, ch) in w.connections { ch.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
+            }.get()
+        }
+        // Wait until every connection has closed itself, or the deadline.
+        var closeFutures: [EventLoopFuture<Void>] = []
+        for (_, box) in workers {
+            let fs = try? await box.eventLoop.submit { box.value.connections.values.map(\.closeFuture) }.get()
+            closeFutures.append(contentsOf: fs ?? [])
+        }
+        let futures = closeFutures
+        let loop = group.next()
+        let drained = loop.makePromise(of: Void.self)
+        let done = NIOLoopBoundBox.makeBoxSendingValue(false, as: Bool.self, eventLoop: loop)
+        loop.execute {
+            EventLoopFuture.andAllComplete(futures, on: loop).whenComplete { _ in
+                if !done.value {
+                    done.value = true
+                    drained.succeed()
+                }
+            }
+            loop.scheduleTask(deadline: deadline) {
+                if !done.value {
+                    done.value = true
+                    drained.succeed()
+                }
+            }
+        }
+        try? await drained.futureResult.get()
+        for (_, box) in workers {
+            try? await box.eventLoop.submit {
+                let w = box.value
+                for (_, ch) in w.connections { ch.close(promise: nil) }
+                w.upstreams.shutdown()
+            }.get()
+        }
+        logger.info("gateway stopped")
+    }
+}

@@ -1,0 +1,26 @@
+import Verifier
+
+/// Why an upstream exchange failed; mapped to 502/504 by the pipeline.
+enum UpstreamError: Error, Equatable {
+    /// Connect refused/reset/unreachable: nothing was sent, retryable for idempotent methods.
+    case connectFailed
+    /// Connect did not finish within `connectTimeout`: nothing was sent, retryable.
+    case connectTimeout
+    /// No response head within `responseTimeout` after the request was sent.
+    case responseTimeout
+    /// Waited for a free connection (maxConnectionsPerEndpoint) longer than `responseTimeout`.
+    case queueTimeout
+    /// The connection closed or failed to parse before the response completed.
+    case connectionLost
+    /// The route names an upstream with no endpoints.
+    case noEndpoints
+
+    var isConnectFailure: Bool { self == .connectFailed || self == .connectTimeout }
+
+    var reason: ReasonToken {
+        switch self {
+        case .responseTimeout, .queueTimeout: return .upstreamTimeout
+        case .connectFailed, .connectTimeout, .connectionLost, .noEndpoints: return .upstreamUnavailable
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+@testable import AssertGateCore
+
+/// Records lease results; completes a promise on the first.
+final class LeaseRecorder: UpstreamExchangeDelegate {
+    /// nil = leased (the connection is closed again at once).
+    let promise: EventLoopPromise<UpstreamError?>
+    init(promise: EventLoopPromise<UpstreamError?>) { self.promise = promise }
+    func upstreamLeased(_ connection: UpstreamConnection) {
+        connection.abandon()
+        promise.succeed(nil)
+    }
+    func upstreamLeaseFailed(_ error: UpstreamError) { promise.succeed(error) }
+    func upstreamResponseHead(_ head: HTTPResponseHead) {}
+    func upstreamResponseBody(_ buffer: ByteBuffer) {}
+    func upstreamResponseEnd() {}
+    func upstreamFailed(_ error: UpstreamError) {}
+}
+
+@Suite struct UpstreamPoolTests {
+    /// Port 9 on loopback is closed: connect is refused at once.
+    static let dead = UpstreamEndpoint(host: "127.0.0.1", port: 9)
+
+    private func lease(_ pool: NIOLoopBoundBox<UpstreamPool>, _ config: UpstreamConfig) async throws -> UpstreamError? {
+        let promise = pool.eventLoop.makePromise(of: UpstreamError?.self)
+        try await pool.eventLoop.submit {
+            pool.value.lease(name: "u", config: config, delegate: LeaseRecorder(promise: promise))
+        }.get()
+        return try await promise.futureResult.get()
+    }
+
+    private func makePool(_ loop: EventLoop) -> NIOLoopBoundBox<UpstreamPool> {
+        NIOLoopBoundBox.makeBoxSendingValue(UpstreamPool(eventLoop: loop, logger: Logger(label: "t")), eventLoop: loop)
+    }
+
+    @Test func refusedConnectsEjectTheEndpoint() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let bound = makePool(loop)
+        let config = UpstreamConfig(endpoints: [Self.dead])
+        for _ in 0..<ejectAfterFailures {
+            let e = try await lease(bound, config)
+            #expect(e == .connectFailed)
+        }
+        let ejected = try await loop.submit { bound.value.endpointPool(Self.dead).isEjected(now: .now()) }.get()
+        #expect(ejected)
+        let later = try await loop.submit {
+            bound.value.endpointPool(Self.dead).isEjected(now: .now() + ejectCoolDown + .seconds(1))
+        }.get()
+        #expect(!later)
+        try await group.shutdownGracefully()
+    }
+
+    @Test func roundRobinSkipsEjectedEndpoints() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let other = UpstreamEndpoint(host: "127.0.0.1", port: 10)
+        let bound = makePool(loop)
+        for _ in 0..<ejectAfterFailures {
+            _ = try await lease(bound, UpstreamConfig(endpoints: [Self.dead]))
+        }
+        let config = UpstreamConfig(endpoints: [Self.dead, other])
+        let picks = try await loop.submit {
+            (0..<6).compactMap { _ in bound.value.pickEndpoint(name: "rr", config: config, now: .now())?.endpoint }
+        }.get()
+        #expect(picks == Array(repeating: other, count: 6))
+        try await group.shutdownGracefully()
+    }
+}

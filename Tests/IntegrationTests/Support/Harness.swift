@@ -1,0 +1,106 @@
+import AssertGateCore
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+
+/// A gateway in this process in front of a `TestUpstream`.
+struct Harness {
+    let upstream: TestUpstream
+    let gateway: Gateway
+    let group: MultiThreadedEventLoopGroup
+    let port: Int
+
+    static func start(
+        upstreamEndpoints: [UpstreamEndpoint]? = nil, responseTimeout: TimeAmount = .seconds(10), threads: Int = 2, hooks: GatewayHooks = GatewayHooks(),
+        configure: (inout GatewayConfig) -> Void = { _ in }
+    ) async throws -> Harness {
+        let upstream = try await TestUpstream()
+        var up = UpstreamConfig(endpoints: upstreamEndpoints ?? [UpstreamEndpoint(host: "127.0.0.1", port: upstream.port)])
+        up.responseTimeout = responseTimeout
+        up.connectTimeout = .seconds(2)
+        var config = GatewayConfig(
+            listeners: [ListenerConfig(address: HostPort(host: "127.0.0.1", port: 0))],
+            apps: [AppConfig(appId: "ABCDE12345.com.example.app")],
+            upstreams: ["legacy": up],
+            routes: [RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "legacy", mode: .passthrough)])
+        config.limits.maxRequestBodyBytes = 512 << 20
+        configure(&config)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        var logger = Logger(label: "assertgate.test")
+        logger.logLevel = .warning
+        let gateway = Gateway(config: config, group: group, logger: logger, hooks: hooks)
+        let ports = try await gateway.start()
+        return Harness(upstream: upstream, gateway: gateway, group: group, port: ports.first ?? 0)
+    }
+
+    func stop() async throws {
+        await gateway.shutdown(deadline: .now() + .seconds(2))
+        try await group.shutdownGracefully()
+        try await upstream.stop()
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+}
+
+/// Runs an external client (curl, nghttp, h2load, python) to completion.
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+enum Run {
+    static func which(_ tool: String) -> String? {
+        for dir in ["/usr/bin", "/usr/local/bin", "/bin"] {
+            let p = "\(dir)/\(tool)"
+            if FileManager.default.isExecutableFile(atPath: p) { return p }
+        }
+        return nil
+    }
+
+    static func tool(_ name: String, _ args: [String], stdin: FileHandle? = nil, timeout: TimeInterval = 60) async throws
+        -> ProcessResult
+    {
+        guard let path = which(name), let timeoutPath = which("timeout") else { throw ToolMissing(name: name) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: timeoutPath)
+        // `timeout` bounds every external client; SIGKILL 5 s after SIGTERM.
+        p.arguments = ["-k", "5", String(Int(timeout)), path] + args
+        let out = Pipe()
+        let err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        if let stdin { p.standardInput = stdin }
+        try p.run()
+        // Read both pipes concurrently so a chatty child never blocks on a full pipe.
+        async let o = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
+        async let e = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
+        let (od, ed) = await (o, e)
+        p.waitUntilExit()
+        return ProcessResult(
+            status: p.terminationStatus, stdout: String(decoding: od, as: UTF8.self),
+            stderr: String(decoding: ed, as: UTF8.self))
+    }
+}
+
+struct ToolMissing: Error, CustomStringConvertible {
+    var name: String
+    var description: String { "required tool \(name) is not installed" }
+}
+
+/// Resident set size of this process (KiB), and the peak since `resetPeak()`.
+enum Memory {
+    static func field(_ name: String) -> Int {
+        guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
+        for line in s.split(separator: "\n") where line.hasPrefix(name + ":") {
+            return Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") ?? -1
+        }
+        return -1
+    }
+    static var rssKiB: Int { field("VmRSS") }
+    static var peakKiB: Int { field("VmHWM") }
+    static func resetPeak() {
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+}
