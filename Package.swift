@@ -57,6 +57,8 @@ let package = Package(
             dependencies: [
                 "AssertGateCore", "Verifier",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict),
         .executableTarget(

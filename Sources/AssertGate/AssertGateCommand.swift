@@ -6,7 +6,7 @@ struct AssertGateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "assertgate",
         abstract: "App Attest enforcing HTTP/2 reverse proxy.",
-        subcommands: [CheckConfigCommand.self, VerifyAttestationCommand.self, VerifyAssertionCommand.self])
+        subcommands: [ServeCommand.self, CheckConfigCommand.self, VerifyAttestationCommand.self, VerifyAssertionCommand.self])
 
     /// cli.md: exit 2 on a usage error (swift-argument-parser uses 64), 1 on a
     /// failed run, 0 on success and `--help`.

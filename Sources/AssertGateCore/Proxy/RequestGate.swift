@@ -98,6 +98,8 @@ public struct RequestSummary: Sendable {
     public var status: Int
     /// Set when the gateway answered itself (problem+json) for this reason.
     public var reason: ReasonToken?
+    /// The trust level forwarded upstream; nil when the gateway answered itself.
+    public var trust: String?
     public var durationNanoseconds: Int64
     /// `true` when the response could not be completed (reset / connection closed).
     public var aborted: Bool

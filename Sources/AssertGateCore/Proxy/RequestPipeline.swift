@@ -45,6 +45,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var sentStatus = 0
     private var answeredReason: ReasonToken?
     private var upstreamName: String?
+    /// The trust level the gate forwarded with (`<prefix>Trust`), for metrics.
+    private var trustValue: String?
     private var aborted = false
     private var replayed = false
     private var discarded = 0
@@ -201,6 +203,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         case .reject(let reason, let extra):
             answer(reason, extraHeaders: extra)
         case .forward(let extra):
+            let trustName = snapshot.trustHeaderName
+            trustValue = extra.first(where: { $0.0 == trustName })?.1
             if let body, body.readableBytes > 0 { pendingBody.append(body) }
             bodyBuffer = nil
             let framing: RequestBodyFraming
@@ -342,7 +346,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 RequestSummary(
                     requestId: request.requestId, method: request.method, target: request.target,
                     upstream: upstreamName, status: clientGone && !responseFinished ? 0 : sentStatus,
-                    reason: answeredReason, durationNanoseconds: elapsed,
+                    reason: answeredReason, trust: trustValue, durationNanoseconds: elapsed,
                     aborted: aborted || (clientGone && !responseFinished)))
         }
     }

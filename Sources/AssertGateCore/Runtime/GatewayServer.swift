@@ -1,0 +1,166 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// The whole gateway as `assertgate serve` runs it: configuration, workers,
+/// store, enforcement hooks, admin listener; reload and graceful shutdown.
+/// Signals stay in the CLI so this can be driven from tests.
+public final class GatewayServer: Sendable {
+    public let configPath: String
+    public let ports: [Int]
+    public let adminPort: Int
+    public let metrics: GatewayMetrics
+    private let gateway: Gateway
+    private let admin: AdminServer
+    private let stores: any StoreProvider
+    private let group: MultiThreadedEventLoopGroup
+    private let threadPool: NIOThreadPool
+    private let logger: Logger
+    private let reloading = NIOLockedValueBox(false)
+
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Loads and validates `configPath`, binds every listener and the admin
+    /// listener. `workers` defaults to one event loop per core.
+    public static func start(configPath: String, workers: Int? = nil, logger: Logger) async throws -> GatewayServer {
+        let config: GatewayConfig
+        do {
+            config = try ConfigLoader.load(path: configPath)
+        } catch {
+            throw StartError(description: error.diagnostics.map(\.description).joined(separator: "\n"))
+        }
+        for warning in config.warnings { logger.warning("\(warning)") }
+        let enforcement: EnforcementContext
+        do {
+            enforcement = try EnforcementContext(config: config)
+        } catch {
+            throw StartError(description: "\(configPath): \(error)")
+        }
+        if !config.attestation.trustAnchors.isEmpty || !config.attestation.receiptTrustAnchors.isEmpty {
+            logger.warning(
+                "TEST TRUST ANCHORS IN USE: attestations are NOT checked against Apple's roots",
+                metadata: ["trustAnchors": "\(config.attestation.trustAnchors)"])
+        }
+
+        let group = Gateway.makeEventLoopGroup(threads: workers)
+        let threadPool = NIOThreadPool(numberOfThreads: 1)
+        threadPool.start()
+        let metrics = GatewayMetrics()
+        let stores: any StoreProvider
+        switch config.store {
+        case .memory:
+            stores = MemoryStore(eventLoop: group.next())
+        case .redis(let redis):
+            guard let url = redis.endpoint else {
+                throw StartError(description: "store.redis.url: not a redis:// URL")
+            }
+            stores = RedisStoreGroup(
+                configuration: RedisClientConfiguration(
+                    url: url, connectTimeout: redis.connectTimeout, commandTimeout: redis.commandTimeout,
+                    connections: redis.connectionsPerWorker),
+                group: group)
+        }
+        let hooks = GatewayHooks(
+            makeGate: { loop in AssertionGate(eventLoop: loop, store: stores.store(for: loop), metrics: metrics) },
+            makeLocalHandlers: { loop in
+                [
+                    AttestationRoutes(
+                        eventLoop: loop, store: stores.store(for: loop), threadPool: threadPool, metrics: metrics)
+                ]
+            },
+            makeObserver: { _ in MetricsObserver(metrics: metrics) })
+        let gateway = Gateway(config: config, enforcement: enforcement, group: group, logger: logger, hooks: hooks)
+        let ports: [Int]
+        do {
+            ports = try await gateway.start()
+        } catch {
+            try? await stores.shutdown().get()
+            try? await threadPool.shutdownGracefully()
+            try? await group.shutdownGracefully()
+            throw StartError(description: "cannot start listeners: \(error)")
+        }
+        let serverBox = NIOLockedValueBox<GatewayServer?>(nil)
+        let actions = StoreAdminActions(stores: stores, loop: group.next()) {
+            guard let server = serverBox.withLockedValue({ $0 }) else {
+                return .failure(AdminReloadError(message: "starting"))
+            }
+            return await server.reload()
+        }
+        let readinessLoop = group.next()
+        let admin: AdminServer
+        do {
+            admin = try await AdminServer.start(
+                address: config.admin.address, token: config.admin.token, metrics: metrics.registry,
+                readiness: { (try? await stores.store(for: readinessLoop).ping().get()) != nil },
+                actions: actions, group: group, logger: logger)
+        } catch {
+            await gateway.shutdown(deadline: .now())
+            try? await stores.shutdown().get()
+            try? await threadPool.shutdownGracefully()
+            try? await group.shutdownGracefully()
+            throw StartError(description: "cannot start the admin listener on \(config.admin.address): \(error)")
+        }
+        let server = GatewayServer(
+            configPath: configPath, ports: ports, adminPort: admin.port, metrics: metrics, gateway: gateway,
+            admin: admin, stores: stores, group: group, threadPool: threadPool, logger: logger)
+        serverBox.withLockedValue { $0 = server }
+        return server
+    }
+
+    private init(
+        configPath: String, ports: [Int], adminPort: Int, metrics: GatewayMetrics, gateway: Gateway,
+        admin: AdminServer, stores: any StoreProvider, group: MultiThreadedEventLoopGroup,
+        threadPool: NIOThreadPool, logger: Logger
+    ) {
+        self.configPath = configPath
+        self.ports = ports
+        self.adminPort = adminPort
+        self.metrics = metrics
+        self.gateway = gateway
+        self.admin = admin
+        self.stores = stores
+        self.group = group
+        self.threadPool = threadPool
+        self.logger = logger
+    }
+
+    /// SIGHUP and `POST /reload`: a file that does not validate is logged and
+    /// the running configuration stays. Listener and store changes need a restart.
+    public func reload() async -> Result<Void, AdminReloadError> {
+        let config: GatewayConfig
+        let enforcement: EnforcementContext
+        do {
+            config = try ConfigLoader.load(path: configPath)
+            enforcement = try EnforcementContext(config: config)
+        } catch let error as ConfigError {
+            return rejected(error.diagnostics.map(\.description).joined(separator: "\n"))
+        } catch {
+            return rejected("\(error)")
+        }
+        await gateway.reload(config, enforcement: enforcement)
+        admin.update(token: config.admin.token)
+        LogBootstrap.control.apply(config.logging)
+        metrics.configReloads.labels("ok").inc()
+        logger.info("configuration reloaded", metadata: ["file": "\(configPath)"])
+        return .success(())
+    }
+
+    private func rejected(_ message: String) -> Result<Void, AdminReloadError> {
+        metrics.configReloads.labels("error").inc()
+        logger.error("reload refused; keeping the running configuration", metadata: ["errors": "\(message)"])
+        return .failure(AdminReloadError(message: message))
+    }
+
+    /// SIGTERM: stop accepting, GOAWAY, drain in-flight requests up to `drain`, then stop.
+    public func shutdown(drain: TimeAmount) async {
+        logger.info("shutting down", metadata: ["drainSeconds": "\(drain.nanoseconds / 1_000_000_000)"])
+        await gateway.shutdown(deadline: .now() + drain)
+        try? await admin.close()
+        try? await stores.shutdown().get()
+        try? await threadPool.shutdownGracefully()
+        try? await group.shutdownGracefully()
+    }
+}

@@ -1,0 +1,22 @@
+/// Counts every finished request in `assertgate_requests_total{route,status,trust}`
+/// and times upstream exchanges. One per worker; the counter handles are cached
+/// per loop so the hot path takes no lock.
+public final class MetricsObserver: RequestObserver {
+    private let metrics: GatewayMetrics
+    private let counters: RequestCounterCache
+
+    public init(metrics: GatewayMetrics) {
+        self.metrics = metrics
+        self.counters = RequestCounterCache(metrics: metrics)
+    }
+
+    public func requestFinished(_ summary: RequestSummary) {
+        let route = summary.upstream ?? (summary.reason == .noRoute ? "none" : "local")
+        // Answers the gateway gave itself carry no trust level: label them "rejected".
+        let trust = summary.trust ?? "rejected"
+        counters.counter(route: route, status: summary.status, trust: trust).inc()
+        if let upstream = summary.upstream, summary.reason == nil {
+            metrics.upstreamRequestDuration.labels(upstream).observe(elapsedNanoseconds: summary.durationNanoseconds)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Verifier
+import NIOCore
+
+/// The admin key endpoints of protocol.md §7 on top of the store, and reload
+/// through the closure the server wires in (the same path as SIGHUP).
+public struct StoreAdminActions: AdminActions {
+    private let stores: any StoreProvider
+    private let loop: any EventLoop
+    private let reloadAction: @Sendable () async -> Result<Void, AdminReloadError>
+
+    public init(
+        stores: any StoreProvider, loop: any EventLoop,
+        reload: @escaping @Sendable () async -> Result<Void, AdminReloadError>
+    ) {
+        self.stores = stores
+        self.loop = loop
+        self.reloadAction = reload
+    }
+
+    public func keyRecord(keyId: String) async throws -> AdminKeyRecord? {
+        let id = try KeyIdCodec.decode(keyId, reason: .malformedRequest)
+        return try await stores.store(for: loop).keyRecord(keyId: id).get().map(AdminKeyRecord.init)
+    }
+
+    public func revoke(keyId: String) async throws -> AdminKeyRecord? {
+        let id = try KeyIdCodec.decode(keyId, reason: .malformedRequest)
+        return try await stores.store(for: loop).revokeKey(keyId: id).get().map(AdminKeyRecord.init)
+    }
+
+    public func reload() async -> Result<Void, AdminReloadError> {
+        await reloadAction()
+    }
+}
+
+extension AdminKeyRecord {
+    init(_ r: KeyRecord) {
+        self.init(
+            keyId: KeyIdCodec.encode(r.keyId), appId: r.appId, environment: r.environment.rawValue,
+            counter: UInt64(r.counter), publicKey: Base64.encodeURL(r.publicKey), userId: r.userId,
+            createdAt: r.createdAt, revoked: r.revoked, riskMetric: r.riskMetric, riskMetricAt: r.riskMetricAt)
+    }
+}
