@@ -1,0 +1,266 @@
+import NIOCore
+import NIOPosix
+
+/// A small pool of pipelined Redis connections owned by ONE event loop (a
+/// gateway worker). All mutable state is touched only on that loop, so there
+/// are no locks; calls from other threads hop onto it. Connections reconnect
+/// by themselves with exponential backoff; while a connection is down its
+/// commands fail at once with `StoreError.unavailable` instead of waiting.
+///
+/// `@unchecked Sendable`: every stored `var` is confined to `eventLoop`
+/// (checked with `assertInEventLoop`), the same discipline NIO's own channels use.
+public final class RedisClient: @unchecked Sendable {
+    public let eventLoop: EventLoop
+    public let configuration: RedisClientConfiguration
+    /// Scripts loaded with `SCRIPT LOAD` on every new connection.
+    public let scripts: [RedisScript]
+
+    private let slots: [Slot]
+    private var nextSlot = 0
+    private var isShutdown = false
+
+    /// Creates the client and starts connecting (asynchronously, on `eventLoop`).
+    public init(configuration: RedisClientConfiguration, eventLoop: EventLoop, scripts: [RedisScript] = []) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.scripts = scripts
+        self.slots = (0..<configuration.connections).map { _ in Slot() }
+        eventLoop.execute { [self] in
+            for slot in slots { connect(slot) }
+        }
+    }
+
+    // MARK: public API
+
+    /// Sends one command; the future completes on `eventLoop`.
+    public func send(_ command: RESPCommand) -> EventLoopFuture<RESPValue> {
+        if eventLoop.inEventLoop {
+            return sendOnLoop(command)
+        }
+        return eventLoop.flatSubmit { self.sendOnLoop(command) }
+    }
+
+    public func send(_ arguments: RESPArgument...) -> EventLoopFuture<RESPValue> {
+        send(RESPCommand(arguments))
+    }
+
+    /// `EVALSHA`; on `NOSCRIPT` (script cache flushed, failover) it loads the
+    /// script and retries once.
+    public func evalSHA(_ script: RedisScript, keys: [RESPArgument], arguments: [RESPArgument]) -> EventLoopFuture<RESPValue> {
+        var args: [RESPArgument] = ["EVALSHA", .string(script.sha1), .integer(Int64(keys.count))]
+        args.reserveCapacity(3 + keys.count + arguments.count)
+        args.append(contentsOf: keys)
+        args.append(contentsOf: arguments)
+        let command = RESPCommand(args)
+        return send(command).flatMap { reply in
+            guard case .error(let message) = reply, message.hasPrefix("NOSCRIPT") else {
+                return self.eventLoop.makeSucceededFuture(reply)
+            }
+            return self.sendOnLoop(RESPCommand("SCRIPT", "LOAD", .string(script.source))).flatMap { loaded in
+                if case .error(let e) = loaded {
+                    return self.eventLoop.makeFailedFuture(StoreError.serverError("SCRIPT LOAD: \(e)"))
+                }
+                return self.sendOnLoop(command)
+            }
+        }
+    }
+
+    /// True when at least one connection is up (for readiness).
+    public func isConnected() -> EventLoopFuture<Bool> {
+        eventLoop.submit {
+            self.slots.contains { if case .ready = $0.state { return true } else { return false } }
+        }
+    }
+
+    /// Closes every connection and fails queued commands; the client cannot be reused.
+    public func shutdown() -> EventLoopFuture<Void> {
+        eventLoop.flatSubmit {
+            self.isShutdown = true
+            var closes: [EventLoopFuture<Void>] = []
+            for slot in self.slots {
+                slot.reconnect?.cancel()
+                slot.reconnect = nil
+                switch slot.state {
+                case .ready(let channel):
+                    closes.append(channel.close().recover { _ in })
+                case .connecting(let queued):
+                    for r in queued { r.promise.fail(StoreError.unavailable(.shutdown)) }
+                case .backoff, .idle:
+                    break
+                }
+                slot.state = .backoff
+            }
+            return EventLoopFuture.andAllComplete(closes, on: self.eventLoop)
+        }
+    }
+
+    // MARK: sending
+
+    private func sendOnLoop(_ command: RESPCommand) -> EventLoopFuture<RESPValue> {
+        eventLoop.assertInEventLoop()
+        let promise = eventLoop.makePromise(of: RESPValue.self)
+        guard !isShutdown else {
+            promise.fail(StoreError.unavailable(.shutdown))
+            return promise.futureResult
+        }
+        let request = RedisRequest(command: command, promise: promise)
+        // Round robin, preferring a connection that is up.
+        let n = slots.count
+        var queueSlot: Slot?
+        for i in 0..<n {
+            let slot = slots[(nextSlot + i) % n]
+            switch slot.state {
+            case .ready(let channel):
+                nextSlot = (nextSlot + i + 1) % n
+                if channel.isActive {
+                    channel.writeAndFlush(request, promise: nil)
+                } else {
+                    promise.fail(StoreError.unavailable(.connectionLost))
+                }
+                return promise.futureResult
+            case .connecting:
+                if queueSlot == nil { queueSlot = slot }
+            case .backoff, .idle:
+                continue
+            }
+        }
+        if let slot = queueSlot, case .connecting(var queued) = slot.state {
+            if queued.count >= configuration.maxQueuedWhileConnecting {
+                promise.fail(StoreError.unavailable(.overloaded))
+            } else {
+                slot.state = .idle  // avoid a copy-on-write of the queue
+                queued.append(request)
+                slot.state = .connecting(queued)
+            }
+        } else {
+            promise.fail(StoreError.unavailable(.notConnected))
+        }
+        return promise.futureResult
+    }
+
+    // MARK: connection lifecycle
+
+    private func connect(_ slot: Slot) {
+        eventLoop.assertInEventLoop()
+        guard !isShutdown else { return }
+        slot.state = .connecting(CircularBuffer())
+        let limits = configuration.limits
+        let commandTimeout = configuration.commandTimeout
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers(
+                        RedisReplyDecoder(limits: limits), RedisCommandHandler(commandTimeout: commandTimeout))
+                }
+            }
+            .connect(host: configuration.url.host, port: configuration.url.port)
+            .flatMap { channel in
+                self.handshake(channel).map { channel }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error
+                }
+            }
+            .whenComplete { result in
+                self.connectFinished(slot, result)
+            }
+    }
+
+    private func connectFinished(_ slot: Slot, _ result: Result<Channel, Error>) {
+        eventLoop.assertInEventLoop()
+        guard case .connecting(let queued) = slot.state else { return }
+        switch result {
+        case .success(let channel):
+            if isShutdown {
+                channel.close(promise: nil)
+                for r in queued { r.promise.fail(StoreError.unavailable(.shutdown)) }
+                return
+            }
+            slot.state = .ready(channel)
+            slot.attempt = 0
+            for r in queued { channel.write(r, promise: nil) }
+            channel.flush()
+            channel.closeFuture.whenComplete { _ in
+                self.connectionClosed(slot, channel)
+            }
+        case .failure(let error):
+            let reason: StoreError
+            if let e = error as? StoreError {
+                reason = e
+            } else {
+                reason = .unavailable(.connectFailed("\(error)"))
+            }
+            for r in queued { r.promise.fail(reason) }
+            scheduleReconnect(slot)
+        }
+    }
+
+    private func connectionClosed(_ slot: Slot, _ channel: Channel) {
+        eventLoop.assertInEventLoop()
+        guard case .ready(let current) = slot.state, current === channel else { return }
+        scheduleReconnect(slot)
+    }
+
+    private func scheduleReconnect(_ slot: Slot) {
+        slot.state = .backoff
+        guard !isShutdown else { return }
+        let base = configuration.backoffBase.nanoseconds
+        let cap = configuration.backoffMax.nanoseconds
+        let exp = base << Int64(min(slot.attempt, 20))
+        let delay = min(cap, exp > 0 ? exp : cap)
+        // Jitter keeps a fleet of workers from reconnecting in lockstep.
+        let jittered = delay / 2 + Int64.random(in: 0...max(1, delay / 2))
+        slot.attempt += 1
+        slot.reconnect = eventLoop.scheduleTask(in: .nanoseconds(jittered)) {
+            slot.reconnect = nil
+            self.connect(slot)
+        }
+    }
+
+    /// AUTH and SELECT from the URL, then SCRIPT LOAD of every script, pipelined.
+    private func handshake(_ channel: Channel) -> EventLoopFuture<Void> {
+        var steps: [(String, RESPCommand)] = []
+        let url = configuration.url
+        if let password = url.password {
+            if let user = url.username {
+                steps.append(("AUTH", RESPCommand("AUTH", .string(user), .string(password))))
+            } else {
+                steps.append(("AUTH", RESPCommand("AUTH", .string(password))))
+            }
+        }
+        if url.database != 0 {
+            steps.append(("SELECT", RESPCommand("SELECT", .integer(Int64(url.database)))))
+        }
+        for script in scripts {
+            steps.append(("SCRIPT LOAD", RESPCommand("SCRIPT", "LOAD", .string(script.source))))
+        }
+        guard !steps.isEmpty else { return eventLoop.makeSucceededVoidFuture() }
+        let futures = steps.map { step -> EventLoopFuture<Void> in
+            let promise = eventLoop.makePromise(of: RESPValue.self)
+            channel.write(RedisRequest(command: step.1, promise: promise), promise: nil)
+            let name = step.0
+            return promise.futureResult.flatMapThrowing { reply in
+                if case .error(let message) = reply {
+                    // The server's message, never the command (it holds the password).
+                    throw StoreError.unavailable(.connectFailed("\(name): \(message)"))
+                }
+            }
+        }
+        channel.flush()
+        return EventLoopFuture.andAllSucceed(futures, on: eventLoop)
+    }
+
+    /// One connection of the pool; confined to the client's loop (hence unchecked).
+    private final class Slot: @unchecked Sendable {
+        enum State {
+            case idle
+            case connecting(CircularBuffer<RedisRequest>)
+            case ready(Channel)
+            case backoff
+        }
+        var state: State = .idle
+        var attempt = 0
+        var reconnect: Scheduled<Void>?
+    }
+}

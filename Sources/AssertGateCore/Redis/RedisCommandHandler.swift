@@ -1,0 +1,145 @@
+import NIOCore
+
+/// A command with the promise its reply completes.
+struct RedisRequest: Sendable {
+    var command: RESPCommand
+    var promise: EventLoopPromise<RESPValue>
+}
+
+/// Pipelining: writes commands and completes their promises with replies in
+/// FIFO order (Redis answers in order on one connection). Owns the command
+/// timeout: one timer, armed for the oldest pending command. When it expires
+/// every pending command fails and the connection is closed, because a late
+/// reply would otherwise be matched with the wrong command.
+/// Flushes asked for while replies are being read are coalesced into one at
+/// `channelReadComplete`, so a burst of follow-up commands issued from reply
+/// callbacks goes out in one write.
+final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = RESPValue
+    typealias OutboundIn = RedisRequest
+    typealias OutboundOut = ByteBuffer
+
+    private struct Pending {
+        var promise: EventLoopPromise<RESPValue>
+        var deadline: NIODeadline
+    }
+
+    private let commandTimeout: TimeAmount
+    private var pending = CircularBuffer<Pending>(initialCapacity: 64)
+    private var timer: Scheduled<Void>?
+    private var timerDeadline: NIODeadline?
+    private var closedError: StoreError?
+    private var reading = false
+    private var flushDeferred = false
+
+    init(commandTimeout: TimeAmount) {
+        self.commandTimeout = commandTimeout
+    }
+
+    var pendingCount: Int { pending.count }
+
+    // MARK: outbound
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        if let closedError {
+            request.promise.fail(closedError)
+            promise?.fail(closedError)
+            return
+        }
+        let deadline = NIODeadline.now() + commandTimeout
+        pending.append(Pending(promise: request.promise, deadline: deadline))
+        if timer == nil { armTimer(context: context, at: deadline) }
+        context.write(wrapOutboundOut(request.command.bytes), promise: promise)
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        if reading {
+            flushDeferred = true
+        } else {
+            context.flush()
+        }
+    }
+
+    // MARK: inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let value = unwrapInboundIn(data)
+        guard let head = pending.popFirst() else {
+            // A reply nobody asked for: the stream is out of sync.
+            fail(context: context, with: .unavailable(.protocolViolation("unsolicited reply")))
+            return
+        }
+        reading = true
+        head.promise.succeed(value)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        if flushDeferred {
+            flushDeferred = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failAll(.unavailable(.connectionLost))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        let storeError: StoreError
+        if let e = error as? StoreError {
+            storeError = e
+        } else if let e = error as? RESPDecodingError {
+            storeError = .unavailable(.protocolViolation("\(e)"))
+        } else {
+            storeError = .unavailable(.connectionLost)
+        }
+        fail(context: context, with: storeError)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failAll(.unavailable(.connectionLost))
+    }
+
+    // MARK: failure
+
+    private func fail(context: ChannelHandlerContext, with error: StoreError) {
+        failAll(error)
+        context.close(promise: nil)
+    }
+
+    private func failAll(_ error: StoreError) {
+        if closedError == nil { closedError = error }
+        timer?.cancel()
+        timer = nil
+        timerDeadline = nil
+        while let p = pending.popFirst() {
+            p.promise.fail(error)
+        }
+    }
+
+    // MARK: timeout
+
+    private func armTimer(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        timerDeadline = deadline
+        let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let loopBoundSelf = NIOLoopBound(self, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: deadline) {
+            loopBoundSelf.value.timerFired(context: loopBoundContext.value)
+        }
+    }
+
+    private func timerFired(context: ChannelHandlerContext) {
+        timer = nil
+        timerDeadline = nil
+        guard let head = pending.first else { return }
+        if head.deadline <= .now() {
+            fail(context: context, with: .unavailable(.timeout))
+        } else {
+            armTimer(context: context, at: head.deadline)
+        }
+    }
+}

@@ -1,0 +1,235 @@
+import NIOCore
+import Verifier
+
+/// `Store` on Redis (standalone), schema of architecture.md. One instance per
+/// event loop, wrapping that loop's `RedisClient`; futures complete on it.
+/// Build them all at once with `RedisStoreGroup`.
+public final class RedisStore: Store {
+    public let client: RedisClient
+    public var eventLoop: EventLoop { client.eventLoop }
+
+    /// The scripts a client must load for this store (see `init(client:)`).
+    public static var scripts: [RedisScript] { RedisStoreScripts.all }
+
+    /// `client` should have been created with `RedisStore.scripts` (they are
+    /// loaded on connect; a missing one costs a NOSCRIPT round trip once).
+    public init(client: RedisClient) {
+        self.client = client
+    }
+
+    /// A store with its own client on `eventLoop`, connecting immediately.
+    public convenience init(configuration: RedisClientConfiguration, eventLoop: EventLoop) {
+        self.init(client: RedisClient(configuration: configuration, eventLoop: eventLoop, scripts: RedisStoreScripts.all))
+    }
+
+    public func shutdown() -> EventLoopFuture<Void> {
+        client.shutdown()
+    }
+
+    // MARK: keys
+
+    private static func tag(_ keyId: [UInt8]) throws -> String {
+        guard keyId.count == 32 else { throw StoreError.invalidArgument("keyId must be 32 bytes") }
+        return StoreBase64URL.encode(keyId)
+    }
+
+    private static func keyHash(_ k: String) -> RESPArgument { .string("ag:{\(k)}:key") }
+    private static func challengeKey(_ k: String, _ c: String) -> RESPArgument { .string("ag:{\(k)}:ch:\(c)") }
+    private static func userSet(_ uid: String) -> RESPArgument { .string("ag:u:{\(uid)}") }
+
+    private func failed<T>(_ error: Error) -> EventLoopFuture<T> {
+        eventLoop.makeFailedFuture(error)
+    }
+
+    // MARK: Store
+
+    public func issueChallenge(keyId: [UInt8], purpose: ChallengePurpose, challenge: String, ttl: TimeAmount)
+        -> EventLoopFuture<Void>
+    {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        guard StoreBase64URL.isChallenge(challenge) else {
+            return failed(StoreError.invalidArgument("challenge must be 43 characters of b64url"))
+        }
+        let ms = max(1, ttl.nanoseconds / 1_000_000)
+        return client.send(
+            "SET", Self.challengeKey(k, challenge), .string(purpose.rawValue), "PX", .integer(ms)
+        ).flatMapThrowing { reply in
+            guard case .status = reply else { throw Self.unexpected(reply, "SET") }
+        }
+    }
+
+    public func registerKey(_ key: NewKeyRecord, attestChallenge: String) -> EventLoopFuture<RegisterResult> {
+        let k: String
+        do { k = try Self.tag(key.keyId) } catch { return failed(error) }
+        guard StoreBase64URL.isChallenge(attestChallenge) else {
+            return eventLoop.makeSucceededFuture(.rejected(.unknownChallenge))
+        }
+        var keys: [RESPArgument] = [Self.keyHash(k), Self.challengeKey(k, attestChallenge)]
+        var args: [RESPArgument] = [
+            .string(k),
+            "pk", .bytes(key.publicKey), "cnt", "0", "env", .string(key.environment.rawValue),
+            "app", .string(key.appId), "created", .integer(key.createdAt), "rev", "0",
+        ]
+        if let uid = key.userId, !uid.isEmpty {
+            keys.append(Self.userSet(uid))
+            args += ["uid", .string(uid)]
+        }
+        if let v = key.receipt { args += ["rcpt", .bytes(v)] }
+        if let v = key.riskMetric { args += ["risk", .integer(Int64(v))] }
+        if let v = key.riskMetricAt { args += ["risk_at", .integer(v)] }
+        if let v = key.receiptNotBefore { args += ["nb", .integer(v)] }
+        if let v = key.receiptExpiry { args += ["exp", .integer(v)] }
+        if let v = key.bundleVersion { args += ["bv", .string(v)] }
+        if let v = key.launchCategory { args += ["lc", .bytes(v)] }
+        return client.evalSHA(RedisStoreScripts.register, keys: keys, arguments: args).flatMapThrowing { reply in
+            guard case .array(let a) = reply, a.count == 2, let status = a[0].string, let n = a[1].int64 else {
+                throw Self.unexpected(reply, "register")
+            }
+            if status == "ok" { return .registered(userKeyCount: Int(n)) }
+            guard let reason = ReasonToken(rawValue: status) else { throw Self.unexpected(reply, "register") }
+            return .rejected(reason)
+        }
+    }
+
+    public func loadKey(keyId: [UInt8]) -> EventLoopFuture<StoredKey?> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.send("HMGET", Self.keyHash(k), "pk", "app", "env", "bv", "lc").flatMapThrowing { reply in
+            guard case .array(let a) = reply, a.count == 5 else { throw Self.unexpected(reply, "HMGET") }
+            guard case .bulk(let pk) = a[0] else { return nil }
+            guard let app = a[1].string, let envText = a[2].string, let env = AppEnvironment(rawValue: envText) else {
+                throw StoreError.unexpectedReply("key record incomplete")
+            }
+            var lc: [UInt8]?
+            if case .bulk(let b) = a[4] { lc = b }
+            return StoredKey(publicKey: pk, appId: app, environment: env, bundleVersion: a[3].string, launchCategory: lc)
+        }
+    }
+
+    public func commitAssertion(keyId: [UInt8], counter: UInt32, challenge: String?) -> EventLoopFuture<CommitResult> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        var keys: [RESPArgument] = [Self.keyHash(k)]
+        if let challenge {
+            // A challenge that cannot have been issued is looked up under a name
+            // that cannot exist, so the script still applies its order
+            // (unknown-key, revoked-key before unknown-challenge).
+            let name = StoreBase64URL.isChallenge(challenge) ? challenge : "!"
+            keys.append(Self.challengeKey(k, name))
+        }
+        return client.evalSHA(RedisStoreScripts.commit, keys: keys, arguments: [.integer(Int64(counter))])
+            .flatMapThrowing { reply in try Self.parseCommit(reply) }
+    }
+
+    static func parseCommit(_ reply: RESPValue) throws -> CommitResult {
+        guard case .array(let a) = reply, let status = a.first?.string else {
+            throw unexpected(reply, "commit")
+        }
+        if a.count == 1, status == ReasonToken.unknownKey.rawValue {
+            return CommitResult(rejection: .unknownKey, state: nil)
+        }
+        guard a.count == 6, let rev = a[1].int64, let uid = a[2].string, let n = a[3].int64,
+            let risk = a[4].string, let riskAt = a[5].string
+        else { throw unexpected(reply, "commit") }
+        let rejection: ReasonToken?
+        if status == "ok" {
+            rejection = nil
+        } else if let r = ReasonToken(rawValue: status) {
+            rejection = r
+        } else {
+            throw unexpected(reply, "commit")
+        }
+        let state = KeyState(
+            revoked: rev == 1, userId: uid.isEmpty ? nil : uid, userKeyCount: Int(n),
+            riskMetric: Int(risk), riskMetricAt: Int64(riskAt))
+        return CommitResult(rejection: rejection, state: state)
+    }
+
+    public func revokeKey(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.evalSHA(RedisStoreScripts.revoke, keys: [Self.keyHash(k)], arguments: []).flatMapThrowing {
+            reply in try Self.parseRecord(keyId: keyId, reply)
+        }
+    }
+
+    public func keyRecord(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.send(RESPCommand(["HMGET", Self.keyHash(k)] + RedisStoreScripts.recordFields))
+            .flatMapThrowing { reply in try Self.parseRecord(keyId: keyId, reply) }
+    }
+
+    /// Fields in `RedisStoreScripts.recordFields` order.
+    static func parseRecord(keyId: [UInt8], _ reply: RESPValue) throws -> KeyRecord? {
+        if reply.isNull { return nil }
+        guard case .array(let a) = reply, a.count == RedisStoreScripts.recordFields.count else {
+            throw unexpected(reply, "record")
+        }
+        guard case .bulk(let pk) = a[0] else { return nil }
+        guard let cnt = a[1].int64, let counter = UInt32(exactly: cnt), let envText = a[2].string,
+            let env = AppEnvironment(rawValue: envText), let app = a[3].string, let created = a[5].int64
+        else { throw StoreError.unexpectedReply("key record incomplete") }
+        let uid = a[4].string
+        return KeyRecord(
+            keyId: keyId, appId: app, environment: env, counter: counter, publicKey: pk,
+            userId: (uid?.isEmpty ?? true) ? nil : uid, createdAt: created, revoked: a[6].string == "1",
+            riskMetric: a[7].int64.map { Int($0) }, riskMetricAt: a[8].int64)
+    }
+
+    public func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        let risk: RESPArgument = riskMetric.map { .integer(Int64($0)) } ?? .string("")
+        return client.evalSHA(
+            RedisStoreScripts.receipt, keys: [Self.keyHash(k)], arguments: [.bytes(receipt), risk, .integer(at)]
+        ).flatMapThrowing { reply in
+            guard case .integer(let n) = reply else { throw Self.unexpected(reply, "receipt") }
+            return n == 1
+        }
+    }
+
+    public func ping() -> EventLoopFuture<Void> {
+        client.send("PING").flatMapThrowing { reply in
+            guard case .status("PONG") = reply else { throw Self.unexpected(reply, "PING") }
+        }
+    }
+
+    /// An error reply becomes `serverError` (its text is Redis' own and holds
+    /// no request data); any other shape `unexpectedReply`.
+    static func unexpected(_ reply: RESPValue, _ what: String) -> StoreError {
+        if case .error(let message) = reply { return .serverError("\(what): \(message)") }
+        return .unexpectedReply(what)
+    }
+}
+
+/// One `RedisStore` per event loop of a group: the gateway's workers.
+public final class RedisStoreGroup: StoreProvider {
+    private let stores: [ObjectIdentifier: RedisStore]
+    private let all: [RedisStore]
+
+    /// Starts connecting `configuration.connections` connections on every loop of `group`.
+    public init(configuration: RedisClientConfiguration, group: EventLoopGroup) {
+        var stores: [ObjectIdentifier: RedisStore] = [:]
+        var all: [RedisStore] = []
+        for loop in group.makeIterator() {
+            let store = RedisStore(configuration: configuration, eventLoop: loop)
+            stores[ObjectIdentifier(loop)] = store
+            all.append(store)
+        }
+        precondition(!all.isEmpty, "RedisStoreGroup over an empty EventLoopGroup")
+        self.stores = stores
+        self.all = all
+    }
+
+    public func store(for loop: EventLoop) -> any Store {
+        if let s = stores[ObjectIdentifier(loop)] { return s }
+        // Not one of ours: any store works, its futures complete on its own loop.
+        return all[Int(UInt(bitPattern: ObjectIdentifier(loop).hashValue) % UInt(all.count))]
+    }
+
+    public func shutdown() -> EventLoopFuture<Void> {
+        EventLoopFuture.andAllComplete(all.map { $0.shutdown() }, on: all[0].eventLoop)
+    }
+}

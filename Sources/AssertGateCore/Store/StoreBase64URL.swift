@@ -1,0 +1,65 @@
+/// Unpadded b64url (RFC 4648 §5): key ids in Redis key names and JSON,
+/// challenges.
+enum StoreBase64URL {
+    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out.append(alphabet[Int(v >> 18 & 63)])
+            out.append(alphabet[Int(v >> 12 & 63)])
+            out.append(alphabet[Int(v >> 6 & 63)])
+            out.append(alphabet[Int(v & 63)])
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest == 1 {
+            let v = UInt32(bytes[i]) << 16
+            out.append(alphabet[Int(v >> 18 & 63)])
+            out.append(alphabet[Int(v >> 12 & 63)])
+        } else if rest == 2 {
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out.append(alphabet[Int(v >> 18 & 63)])
+            out.append(alphabet[Int(v >> 12 & 63)])
+            out.append(alphabet[Int(v >> 6 & 63)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// True for exactly the issued challenge form: 43 unpadded b64url
+    /// characters (32 bytes). Guards Redis key names against odd input too.
+    static func isChallenge(_ s: String) -> Bool {
+        var n = 0
+        for c in s.utf8 {
+            n += 1
+            if n > 43 { return false }
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                continue
+            default:
+                return false
+            }
+        }
+        // 43 chars of 6 bits carry 258 bits; the last char's 2 low bits must be 0 to be canonical.
+        guard n == 43, let last = s.utf8.last, let idx = alphabet.firstIndex(of: last) else { return false }
+        return idx & 3 == 0
+    }
+}
+
+/// Fresh challenges for `/challenge`.
+public enum StoreChallenge {
+    /// 32 bytes from the system CSPRNG (getrandom / arc4random), as unpadded b64url.
+    public static func generate() -> String {
+        var rng = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: 32)
+        for i in stride(from: 0, to: 32, by: 8) {
+            let v = rng.next()
+            for j in 0..<8 { bytes[i + j] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(j))) }
+        }
+        return StoreBase64URL.encode(bytes)
+    }
+}
