@@ -119,7 +119,9 @@ public final class RedisClient: @unchecked Sendable {
                 }
                 return promise.futureResult
             case .connecting:
-                if queueSlot == nil { queueSlot = slot }
+                // Hold commands only for a first connect (startup); while
+                // reconnecting after a failure, fail fast rather than wait.
+                if queueSlot == nil && slot.attempt == 0 { queueSlot = slot }
             case .backoff, .idle:
                 continue
             }

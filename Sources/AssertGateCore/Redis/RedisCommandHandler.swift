@@ -47,7 +47,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
             promise?.fail(closedError)
             return
         }
-        let deadline = NIODeadline.now() + commandTimeout
+        let deadline = context.eventLoop.now + commandTimeout
         pending.append(Pending(promise: request.promise, deadline: deadline))
         if timer == nil { armTimer(context: context, at: deadline) }
         context.write(wrapOutboundOut(request.command.bytes), promise: promise)
@@ -136,7 +136,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
         timer = nil
         timerDeadline = nil
         guard let head = pending.first else { return }
-        if head.deadline <= .now() {
+        if head.deadline <= context.eventLoop.now {
             fail(context: context, with: .unavailable(.timeout))
         } else {
             armTimer(context: context, at: head.deadline)

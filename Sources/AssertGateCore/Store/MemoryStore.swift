@@ -207,4 +207,13 @@ public final class MemoryStore: Store, StoreProvider {
     public func ping() -> EventLoopFuture<Void> {
         eventLoop.makeSucceededVoidFuture()
     }
+
+    /// Whether a live challenge is held (for tests: "challenge kept").
+    func hasChallenge(keyId: [UInt8], challenge: String) -> Bool {
+        let now = clock()
+        return state.withLockedValue { state in
+            guard let c = state.challenges[ChallengeID(keyId: keyId, challenge: challenge)] else { return false }
+            return c.expires > now
+        }
+    }
 }
