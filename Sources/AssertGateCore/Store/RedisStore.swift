@@ -233,3 +233,9 @@ public final class RedisStoreGroup: StoreProvider {
         EventLoopFuture.andAllComplete(all.map { $0.shutdown() }, on: all[0].eventLoop)
     }
 }
+
+extension RedisStore {
+    /// SHA-1 of the assertion-commit script (for benchmarks and operators:
+    /// `EVALSHA <sha> 1 ag:{K}:key <counter>` is one commit without a challenge).
+    public static var commitScriptSHA1: String { RedisStoreScripts.commit.sha1 }
+}
