@@ -26,57 +26,111 @@ public struct RESPCommand: Sendable {
             case .integer: size += 36
             }
         }
-        var buffer = allocator.buffer(capacity: size)
-        buffer.writeInteger(UInt8(ascii: "*"))
-        Self.writeDecimal(Int64(arguments.count), into: &buffer)
+        var writer = RESPCommandWriter(arrayCount: arguments.count, capacity: size, allocator: allocator)
         for argument in arguments {
             switch argument {
-            case .string(let s):
-                Self.writeBulkHeader(s.utf8.count, into: &buffer)
-                buffer.writeString(s)
-            case .bytes(let b):
-                Self.writeBulkHeader(b.count, into: &buffer)
-                buffer.writeBytes(b)
-            case .integer(let i):
-                var digits = ByteBuffer()
-                Self.writeDigits(i, into: &digits)
-                Self.writeBulkHeader(digits.readableBytes, into: &buffer)
-                buffer.writeImmutableBuffer(digits)
+            case .string(let s): writer.bulk(s)
+            case .bytes(let b): writer.bulk(b)
+            case .integer(let i): writer.bulk(i)
             }
-            buffer.writeInteger(UInt8(ascii: "\r"))
-            buffer.writeInteger(UInt8(ascii: "\n"))
         }
-        self.bytes = buffer
+        self.bytes = writer.buffer
     }
 
     public init(_ arguments: RESPArgument...) {
         self.init(arguments)
     }
 
-    private static func writeBulkHeader(_ length: Int, into buffer: inout ByteBuffer) {
+    /// Hot paths build commands with `RESPCommandWriter` to skip the argument array.
+    init(writer: RESPCommandWriter) {
+        self.bytes = writer.buffer
+    }
+}
+
+/// Writes one RESP2 command (array of bulk strings) straight into a buffer.
+struct RESPCommandWriter {
+    private(set) var buffer: ByteBuffer
+
+    init(arrayCount: Int, capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
+        buffer = allocator.buffer(capacity: capacity)
+        buffer.writeInteger(UInt8(ascii: "*"))
+        Self.writeLine(Int64(arrayCount), into: &buffer)
+    }
+
+    mutating func bulk(_ s: String) {
+        header(s.utf8.count)
+        buffer.writeString(s)
+        crlf()
+    }
+
+    mutating func bulk(_ s: StaticString) {
+        header(s.utf8CodeUnitCount)
+        buffer.writeStaticString(s)
+        crlf()
+    }
+
+    mutating func bulk(_ b: [UInt8]) {
+        header(b.count)
+        buffer.writeBytes(b)
+        crlf()
+    }
+
+    mutating func bulk(_ i: Int64) {
+        header(Self.digitCount(i))
+        Self.writeDigits(i, into: &buffer)
+        crlf()
+    }
+
+    /// `prefix ‖ b64url(tagBytes) ‖ suffix ‖ tail` as one bulk string: Redis
+    /// key names built without an intermediate String.
+    mutating func bulkKey(prefix: StaticString, tagBytes: [UInt8], suffix: StaticString, tail: String = "") {
+        let encoded = (tagBytes.count * 4 + 2) / 3
+        header(prefix.utf8CodeUnitCount + encoded + suffix.utf8CodeUnitCount + tail.utf8.count)
+        buffer.writeStaticString(prefix)
+        StoreBase64URL.encode(tagBytes, into: &buffer)
+        buffer.writeStaticString(suffix)
+        buffer.writeString(tail)
+        crlf()
+    }
+
+    private mutating func header(_ length: Int) {
         buffer.writeInteger(UInt8(ascii: "$"))
-        writeDecimal(Int64(length), into: &buffer)
+        Self.writeLine(Int64(length), into: &buffer)
+    }
+
+    private mutating func crlf() {
+        buffer.writeInteger(UInt16(0x0D0A))
     }
 
     /// `<digits>\r\n`
-    private static func writeDecimal(_ value: Int64, into buffer: inout ByteBuffer) {
+    private static func writeLine(_ value: Int64, into buffer: inout ByteBuffer) {
         writeDigits(value, into: &buffer)
-        buffer.writeInteger(UInt8(ascii: "\r"))
-        buffer.writeInteger(UInt8(ascii: "\n"))
+        buffer.writeInteger(UInt16(0x0D0A))
     }
 
-    private static func writeDigits(_ value: Int64, into buffer: inout ByteBuffer) {
-        if value < 0 { buffer.writeInteger(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        // 20 digits hold UInt64.max.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { tmp in
-            var n = 0
+    static func digitCount(_ value: Int64) -> Int {
+        var n = value < 0 ? 2 : 1
+        var m = value.magnitude
+        while m >= 10 {
+            m /= 10
+            n += 1
+        }
+        return n
+    }
+
+    static func writeDigits(_ value: Int64, into buffer: inout ByteBuffer) {
+        let count = digitCount(value)
+        let magnitude = value.magnitude
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
+            var m = magnitude
+            var i = count - 1
             repeat {
-                tmp[19 - n] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                n += 1
-            } while magnitude > 0
-            buffer.writeBytes(UnsafeBufferPointer(rebasing: tmp[(20 - n)...]))
+                out[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: m % 10)
+                m /= 10
+                i -= 1
+            } while m > 0
+            if value < 0 { out[0] = UInt8(ascii: "-") }
+            return count
         }
     }
 }

@@ -51,17 +51,36 @@ public final class RedisClient: @unchecked Sendable {
         args.reserveCapacity(3 + keys.count + arguments.count)
         args.append(contentsOf: keys)
         args.append(contentsOf: arguments)
-        let command = RESPCommand(args)
-        return send(command).flatMap { reply in
-            guard case .error(let message) = reply, message.hasPrefix("NOSCRIPT") else {
-                return self.eventLoop.makeSucceededFuture(reply)
-            }
-            return self.sendOnLoop(RESPCommand("SCRIPT", "LOAD", .string(script.source))).flatMap { loaded in
-                if case .error(let e) = loaded {
-                    return self.eventLoop.makeFailedFuture(StoreError.serverError("SCRIPT LOAD: \(e)"))
+        return evalSHA(script, command: RESPCommand(args)) { $0 }
+    }
+
+    /// `command` is the complete `EVALSHA` of `script`; `transform` turns the
+    /// reply into the caller's type on the loop (one future less on the hot path).
+    func evalSHA<T: Sendable>(
+        _ script: RedisScript, command: RESPCommand, _ transform: @escaping @Sendable (RESPValue) throws -> T
+    ) -> EventLoopFuture<T> {
+        let promise = eventLoop.makePromise(of: T.self)
+        send(command).whenComplete { result in
+            switch result {
+            case .failure(let error):
+                promise.fail(error)
+            case .success(.error(let message)) where message.hasPrefix("NOSCRIPT"):
+                self.reloadAndRetry(script, command).whenComplete { retried in
+                    promise.completeWith(retried.flatMap { reply in Result { try transform(reply) } })
                 }
-                return self.sendOnLoop(command)
+            case .success(let reply):
+                promise.completeWith(Result { try transform(reply) })
             }
+        }
+        return promise.futureResult
+    }
+
+    private func reloadAndRetry(_ script: RedisScript, _ command: RESPCommand) -> EventLoopFuture<RESPValue> {
+        sendOnLoop(RESPCommand("SCRIPT", "LOAD", .string(script.source))).flatMap { loaded in
+            if case .error(let e) = loaded {
+                return self.eventLoop.makeFailedFuture(StoreError.serverError("SCRIPT LOAD: \(e)"))
+            }
+            return self.sendOnLoop(command)
         }
     }
 

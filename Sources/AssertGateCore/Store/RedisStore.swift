@@ -108,41 +108,40 @@ public final class RedisStore: Store {
     }
 
     public func commitAssertion(keyId: [UInt8], counter: UInt32, challenge: String?) -> EventLoopFuture<CommitResult> {
-        let k: String
-        do { k = try Self.tag(keyId) } catch { return failed(error) }
-        var keys: [RESPArgument] = [Self.keyHash(k)]
+        guard keyId.count == 32 else { return failed(StoreError.invalidArgument("keyId must be 32 bytes")) }
+        // The hot path: the command is written straight into one buffer.
+        var w = RESPCommandWriter(arrayCount: challenge == nil ? 5 : 6, capacity: 256)
+        w.bulk("EVALSHA" as StaticString)
+        w.bulk(RedisStoreScripts.commit.sha1)
+        w.bulk(Int64(challenge == nil ? 1 : 2))
+        w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:key")
         if let challenge {
             // A challenge that cannot have been issued is looked up under a name
             // that cannot exist, so the script still applies its order
             // (unknown-key, revoked-key before unknown-challenge).
-            let name = StoreBase64URL.isChallenge(challenge) ? challenge : "!"
-            keys.append(Self.challengeKey(k, name))
+            w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:ch:", tail: StoreBase64URL.isChallenge(challenge) ? challenge : "!")
         }
-        return client.evalSHA(RedisStoreScripts.commit, keys: keys, arguments: [.integer(Int64(counter))])
-            .flatMapThrowing { reply in try Self.parseCommit(reply) }
+        w.bulk(Int64(counter))
+        return client.evalSHA(RedisStoreScripts.commit, command: RESPCommand(writer: w)) { reply in
+            try RedisStore.parseCommit(reply)
+        }
     }
 
     static func parseCommit(_ reply: RESPValue) throws -> CommitResult {
-        guard case .array(let a) = reply, let status = a.first?.string else {
-            throw unexpected(reply, "commit")
-        }
-        if a.count == 1, status == ReasonToken.unknownKey.rawValue {
+        guard case .array(let a) = reply, case .integer(let code) = a.first, code >= 0,
+            code < RedisStoreScripts.commitReasons.count
+        else { throw unexpected(reply, "commit") }
+        let rejection = RedisStoreScripts.commitReasons[Int(code)]
+        if rejection == .unknownKey {
             return CommitResult(rejection: .unknownKey, state: nil)
         }
-        guard a.count == 6, let rev = a[1].int64, let uid = a[2].string, let n = a[3].int64,
-            let risk = a[4].string, let riskAt = a[5].string
+        guard a.count == 6, case .integer(let rev) = a[1], case .bulk(let uid) = a[2], case .integer(let n) = a[3],
+            case .bulk(let risk) = a[4], case .bulk(let riskAt) = a[5]
         else { throw unexpected(reply, "commit") }
-        let rejection: ReasonToken?
-        if status == "ok" {
-            rejection = nil
-        } else if let r = ReasonToken(rawValue: status) {
-            rejection = r
-        } else {
-            throw unexpected(reply, "commit")
-        }
         let state = KeyState(
-            revoked: rev == 1, userId: uid.isEmpty ? nil : uid, userKeyCount: Int(n),
-            riskMetric: Int(risk), riskMetricAt: Int64(riskAt))
+            revoked: rev == 1, userId: uid.isEmpty ? nil : String(decoding: uid, as: UTF8.self), userKeyCount: Int(n),
+            riskMetric: risk.isEmpty ? nil : Int(String(decoding: risk, as: UTF8.self)),
+            riskMetricAt: riskAt.isEmpty ? nil : Int64(String(decoding: riskAt, as: UTF8.self)))
         return CommitResult(rejection: rejection, state: state)
     }
 

@@ -1,3 +1,5 @@
+import Verifier
+
 /// The Lua scripts of `RedisStore`. Each decision is one script so it is
 /// atomic on the server. Every key a script touches through KEYS shares the
 /// `{keyId}` hash tag; the user set (`ag:u:{uid}`) does not (standalone Redis
@@ -6,37 +8,41 @@
 /// them), so absent values are sent as ''.
 enum RedisStoreScripts {
     /// KEYS[1] = ag:{K}:key, KEYS[2] = ag:{K}:ch:<c> (optional); ARGV[1] = counter.
-    /// → {reason|'ok', revoked 0/1, uid, userKeyCount, risk, risk_at}, or {'unknown-key'}.
+    /// → {code, revoked 0/1, uid, userKeyCount, risk, risk_at}, or {1} for an
+    /// unknown key. Codes (`commitReasons`): 0 ok, 1 unknown-key, 2 revoked-key,
+    /// 3 unknown-challenge, 4 counter-replay. Integers keep the hot reply small.
     static let commit = RedisScript(
         """
         local s = redis.call('HMGET', KEYS[1], 'cnt', 'rev', 'uid', 'risk', 'risk_at')
-        if not s[1] then return {'unknown-key'} end
+        if not s[1] then return {1} end
         local uid = s[3] or ''
         local n = 0
         if uid ~= '' then n = redis.call('SCARD', 'ag:u:{' .. uid .. '}') end
         local rev = 0
-        local r = 'ok'
+        local r = 0
         if s[2] == '1' then
           rev = 1
-          r = 'revoked-key'
+          r = 2
         else
           if KEYS[2] then
             if redis.call('GET', KEYS[2]) == 'assert' then
               redis.call('DEL', KEYS[2])
             else
-              r = 'unknown-challenge'
+              r = 3
             end
           end
-          if r == 'ok' then
+          if r == 0 then
             if tonumber(ARGV[1]) > tonumber(s[1]) then
               redis.call('HSET', KEYS[1], 'cnt', ARGV[1])
             else
-              r = 'counter-replay'
+              r = 4
             end
           end
         end
         return {r, rev, uid, n, s[4] or '', s[5] or ''}
         """)
+
+    static let commitReasons: [ReasonToken?] = [nil, .unknownKey, .revokedKey, .unknownChallenge, .counterReplay]
 
     /// KEYS[1] = ag:{K}:key, KEYS[2] = ag:{K}:ch:<c>, KEYS[3] = ag:u:{uid} (optional);
     /// ARGV[1] = K, ARGV[2..] = field/value pairs. → {'ok'|reason, userKeyCount}.
