@@ -31,6 +31,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var closedError: StoreError?
     private var reading = false
     private var flushDeferred = false
+    private var flushScheduled = false
 
     init(commandTimeout: TimeAmount) {
         self.commandTimeout = commandTimeout
@@ -53,11 +54,25 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(request.command.bytes), promise: promise)
     }
 
+    /// Flushes are consolidated: during a read burst they wait for
+    /// `channelReadComplete`; otherwise for the end of the current event-loop
+    /// tick. Commands issued together (many requests handled in one tick,
+    /// follow-ups from reply callbacks) then leave in one write, and Redis
+    /// reads them as one batch instead of many small ones.
     func flush(context: ChannelHandlerContext) {
         if reading {
             flushDeferred = true
-        } else {
-            context.flush()
+            return
+        }
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let loopBoundSelf = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = loopBoundSelf.value
+            guard handler.flushScheduled else { return }
+            handler.flushScheduled = false
+            loopBoundContext.value.flush()
         }
     }
 
@@ -76,8 +91,9 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         reading = false
-        if flushDeferred {
+        if flushDeferred || flushScheduled {
             flushDeferred = false
+            flushScheduled = false
             context.flush()
         }
         context.fireChannelReadComplete()

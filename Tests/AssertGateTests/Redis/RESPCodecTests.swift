@@ -152,6 +152,9 @@ private func failure(_ f: EventLoopFuture<RESPValue>) -> StoreError? {
         let b = loop.makePromise(of: RESPValue.self)
         ch.write(RedisRequest(command: RESPCommand("GET", "a"), promise: a), promise: nil)
         ch.writeAndFlush(RedisRequest(command: RESPCommand("GET", "b"), promise: b), promise: nil)
+        // The flush is consolidated to the end of the loop tick.
+        #expect(try ch.readOutbound(as: ByteBuffer.self) == nil)
+        loop.run()
         let out1 = try #require(try ch.readOutbound(as: ByteBuffer.self))
         let out2 = try #require(try ch.readOutbound(as: ByteBuffer.self))
         #expect(out1 == ByteBuffer(string: "*2\r\n$3\r\nGET\r\n$1\r\na\r\n"))
