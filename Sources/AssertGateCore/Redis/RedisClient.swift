@@ -100,7 +100,7 @@ public final class RedisClient: @unchecked Sendable {
                 slot.reconnect?.cancel()
                 slot.reconnect = nil
                 switch slot.state {
-                case .ready(let channel):
+                case .ready(let channel, _):
                     closes.append(channel.close().recover { _ in })
                 case .connecting(let queued):
                     for r in queued { r.promise.fail(StoreError.unavailable(.shutdown)) }
@@ -129,10 +129,10 @@ public final class RedisClient: @unchecked Sendable {
         for i in 0..<n {
             let slot = slots[(nextSlot + i) % n]
             switch slot.state {
-            case .ready(let channel):
+            case .ready(let channel, let handler):
                 nextSlot = (nextSlot + i + 1) % n
                 if channel.isActive {
-                    channel.writeAndFlush(request, promise: nil)
+                    handler.send(request)
                 } else {
                     promise.fail(StoreError.unavailable(.connectionLost))
                 }
@@ -178,7 +178,10 @@ public final class RedisClient: @unchecked Sendable {
             }
             .connect(host: configuration.url.host, port: configuration.url.port)
             .flatMap { channel in
-                self.handshake(channel).map { channel }.flatMapErrorThrowing { error in
+                self.handshake(channel).flatMapThrowing {
+                    let handler = try channel.pipeline.syncOperations.handler(type: RedisCommandHandler.self)
+                    return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                }.flatMapErrorThrowing { error in
                     channel.close(promise: nil)
                     throw error
                 }
@@ -188,20 +191,20 @@ public final class RedisClient: @unchecked Sendable {
             }
     }
 
-    private func connectFinished(_ slot: Slot, _ result: Result<Channel, Error>) {
+    private func connectFinished(_ slot: Slot, _ result: Result<(Channel, NIOLoopBound<RedisCommandHandler>), Error>) {
         eventLoop.assertInEventLoop()
         guard case .connecting(let queued) = slot.state else { return }
         switch result {
-        case .success(let channel):
+        case .success(let (channel, boundHandler)):
+            let handler = boundHandler.value
             if isShutdown {
                 channel.close(promise: nil)
                 for r in queued { r.promise.fail(StoreError.unavailable(.shutdown)) }
                 return
             }
-            slot.state = .ready(channel)
+            slot.state = .ready(channel, handler)
             slot.attempt = 0
-            for r in queued { channel.write(r, promise: nil) }
-            channel.flush()
+            for r in queued { handler.send(r) }
             channel.closeFuture.whenComplete { _ in
                 self.connectionClosed(slot, channel)
             }
@@ -219,7 +222,7 @@ public final class RedisClient: @unchecked Sendable {
 
     private func connectionClosed(_ slot: Slot, _ channel: Channel) {
         eventLoop.assertInEventLoop()
-        guard case .ready(let current) = slot.state, current === channel else { return }
+        guard case .ready(let current, _) = slot.state, current === channel else { return }
         scheduleReconnect(slot)
     }
 
@@ -277,7 +280,7 @@ public final class RedisClient: @unchecked Sendable {
         enum State {
             case idle
             case connecting(CircularBuffer<RedisRequest>)
-            case ready(Channel)
+            case ready(Channel, RedisCommandHandler)
             case backoff
         }
         var state: State = .idle

@@ -39,19 +39,40 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     var pendingCount: Int { pending.count }
 
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
     // MARK: outbound
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let request = unwrapOutboundIn(data)
+        enqueue(context: context, unwrapOutboundIn(data), writePromise: promise)
+    }
+
+    /// The client's direct path (on the loop): skips the pipeline traversal
+    /// and the boxing of `RedisRequest` into `NIOAny`; only the encoded bytes
+    /// travel down the pipeline. Flushed like `flush(context:)`.
+    func send(_ request: RedisRequest) {
+        guard let context else {
+            request.promise.fail(closedError ?? StoreError.unavailable(.connectionLost))
+            return
+        }
+        enqueue(context: context, request, writePromise: nil)
+        flush(context: context)
+    }
+
+    private func enqueue(context: ChannelHandlerContext, _ request: RedisRequest, writePromise: EventLoopPromise<Void>?) {
         if let closedError {
             request.promise.fail(closedError)
-            promise?.fail(closedError)
+            writePromise?.fail(closedError)
             return
         }
         let deadline = context.eventLoop.now + commandTimeout
         pending.append(Pending(promise: request.promise, deadline: deadline))
         if timer == nil { armTimer(context: context, at: deadline) }
-        context.write(wrapOutboundOut(request.command.bytes), promise: promise)
+        context.write(wrapOutboundOut(request.command.bytes), promise: writePromise)
     }
 
     /// Flushes are consolidated: during a read burst they wait for
@@ -118,6 +139,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         failAll(.unavailable(.connectionLost))
+        self.context = nil
     }
 
     // MARK: failure
