@@ -60,7 +60,7 @@ public final class RedisClient: @unchecked Sendable {
         _ script: RedisScript, command: RESPCommand, _ transform: @escaping @Sendable (RESPValue) throws -> T
     ) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
-        send(command).whenComplete { result in
+        let request = RedisRequest(command: command, target: .callback { result in
             switch result {
             case .failure(let error):
                 promise.fail(error)
@@ -71,6 +71,11 @@ public final class RedisClient: @unchecked Sendable {
             case .success(let reply):
                 promise.completeWith(Result { try transform(reply) })
             }
+        })
+        if eventLoop.inEventLoop {
+            enqueueOnLoop(request)
+        } else {
+            eventLoop.execute { self.enqueueOnLoop(request) }
         }
         return promise.futureResult
     }
@@ -103,7 +108,7 @@ public final class RedisClient: @unchecked Sendable {
                 case .ready(let channel, _):
                     closes.append(channel.close().recover { _ in })
                 case .connecting(let queued):
-                    for r in queued { r.promise.fail(StoreError.unavailable(.shutdown)) }
+                    for r in queued { r.fail(StoreError.unavailable(.shutdown)) }
                 case .backoff, .idle:
                     break
                 }
@@ -116,13 +121,17 @@ public final class RedisClient: @unchecked Sendable {
     // MARK: sending
 
     private func sendOnLoop(_ command: RESPCommand) -> EventLoopFuture<RESPValue> {
-        eventLoop.assertInEventLoop()
         let promise = eventLoop.makePromise(of: RESPValue.self)
+        enqueueOnLoop(RedisRequest(command: command, promise: promise))
+        return promise.futureResult
+    }
+
+    private func enqueueOnLoop(_ request: RedisRequest) {
+        eventLoop.assertInEventLoop()
         guard !isShutdown else {
-            promise.fail(StoreError.unavailable(.shutdown))
-            return promise.futureResult
+            request.fail(StoreError.unavailable(.shutdown))
+            return
         }
-        let request = RedisRequest(command: command, promise: promise)
         // Round robin, preferring a connection that is up.
         let n = slots.count
         var queueSlot: Slot?
@@ -134,9 +143,9 @@ public final class RedisClient: @unchecked Sendable {
                 if channel.isActive {
                     handler.send(request)
                 } else {
-                    promise.fail(StoreError.unavailable(.connectionLost))
+                    request.fail(StoreError.unavailable(.connectionLost))
                 }
-                return promise.futureResult
+                return
             case .connecting:
                 // Hold commands only for a first connect (startup); while
                 // reconnecting after a failure, fail fast rather than wait.
@@ -147,16 +156,15 @@ public final class RedisClient: @unchecked Sendable {
         }
         if let slot = queueSlot, case .connecting(var queued) = slot.state {
             if queued.count >= configuration.maxQueuedWhileConnecting {
-                promise.fail(StoreError.unavailable(.overloaded))
+                request.fail(StoreError.unavailable(.overloaded))
             } else {
                 slot.state = .idle  // avoid a copy-on-write of the queue
                 queued.append(request)
                 slot.state = .connecting(queued)
             }
         } else {
-            promise.fail(StoreError.unavailable(.notConnected))
+            request.fail(StoreError.unavailable(.notConnected))
         }
-        return promise.futureResult
     }
 
     // MARK: connection lifecycle
@@ -199,7 +207,7 @@ public final class RedisClient: @unchecked Sendable {
             let handler = boundHandler.value
             if isShutdown {
                 channel.close(promise: nil)
-                for r in queued { r.promise.fail(StoreError.unavailable(.shutdown)) }
+                for r in queued { r.fail(StoreError.unavailable(.shutdown)) }
                 return
             }
             slot.state = .ready(channel, handler)
@@ -215,7 +223,7 @@ public final class RedisClient: @unchecked Sendable {
             } else {
                 reason = .unavailable(.connectFailed("\(error)"))
             }
-            for r in queued { r.promise.fail(reason) }
+            for r in queued { r.fail(reason) }
             scheduleReconnect(slot)
         }
     }

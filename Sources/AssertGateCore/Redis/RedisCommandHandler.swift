@@ -1,9 +1,49 @@
 import NIOCore
 
-/// A command with the promise its reply completes.
+/// Who gets a reply: a promise (public API), or a callback run on the loop
+/// (the store's hot path, which saves one future per command).
+enum RedisReplyTarget: Sendable {
+    case promise(EventLoopPromise<RESPValue>)
+    case callback(@Sendable (Result<RESPValue, any Error>) -> Void)
+}
+
+/// A command with the target its reply completes.
 struct RedisRequest: Sendable {
     var command: RESPCommand
-    var promise: EventLoopPromise<RESPValue>
+    var target: RedisReplyTarget
+
+    init(command: RESPCommand, target: RedisReplyTarget) {
+        self.command = command
+        self.target = target
+    }
+
+    init(command: RESPCommand, promise: EventLoopPromise<RESPValue>) {
+        self.init(command: command, target: .promise(promise))
+    }
+
+    func succeed(_ value: RESPValue) {
+        target.succeed(value)
+    }
+
+    func fail(_ error: any Error) {
+        target.fail(error)
+    }
+}
+
+extension RedisReplyTarget {
+    func succeed(_ value: RESPValue) {
+        switch self {
+        case .promise(let p): p.succeed(value)
+        case .callback(let c): c(.success(value))
+        }
+    }
+
+    func fail(_ error: any Error) {
+        switch self {
+        case .promise(let p): p.fail(error)
+        case .callback(let c): c(.failure(error))
+        }
+    }
 }
 
 /// Pipelining: writes commands and completes their promises with replies in
@@ -20,7 +60,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = ByteBuffer
 
     private struct Pending {
-        var promise: EventLoopPromise<RESPValue>
+        var target: RedisReplyTarget
         var deadline: NIODeadline
     }
 
@@ -56,7 +96,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// travel down the pipeline. Flushed like `flush(context:)`.
     func send(_ request: RedisRequest) {
         guard let context else {
-            request.promise.fail(closedError ?? StoreError.unavailable(.connectionLost))
+            request.fail(closedError ?? StoreError.unavailable(.connectionLost))
             return
         }
         enqueue(context: context, request, writePromise: nil)
@@ -65,12 +105,12 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func enqueue(context: ChannelHandlerContext, _ request: RedisRequest, writePromise: EventLoopPromise<Void>?) {
         if let closedError {
-            request.promise.fail(closedError)
+            request.fail(closedError)
             writePromise?.fail(closedError)
             return
         }
         let deadline = context.eventLoop.now + commandTimeout
-        pending.append(Pending(promise: request.promise, deadline: deadline))
+        pending.append(Pending(target: request.target, deadline: deadline))
         if timer == nil { armTimer(context: context, at: deadline) }
         context.write(wrapOutboundOut(request.command.bytes), promise: writePromise)
     }
@@ -107,7 +147,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         reading = true
-        head.promise.succeed(value)
+        head.target.succeed(value)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -155,7 +195,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
         timer = nil
         timerDeadline = nil
         while let p = pending.popFirst() {
-            p.promise.fail(error)
+            p.target.fail(error)
         }
     }
 
