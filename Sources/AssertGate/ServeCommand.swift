@@ -62,7 +62,7 @@ struct ServeCommand: AsyncParsableCommand {
 
 /// POSIX signals as an async stream, through Dispatch sources (the default
 /// actions are disabled so the process is not killed before it can drain).
-final class SignalEvents: Sendable {
+final class SignalEvents {
     let stream: AsyncStream<Int32>
     private let sources: [any DispatchSourceSignal]
 

@@ -7,6 +7,18 @@ public struct RedisURL: Sendable, Equatable {
     public var password: String?
     public var database: Int
 
+    public init(host: String, port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+    }
+
+    public init(parsing text: String) throws(ValueParseError) {
+        self = try Self.parse(text).get()
+    }
+
     public static func parse(_ text: String) -> Result<RedisURL, ValueParseError> {
         if text.hasPrefix("rediss://") {
             return .failure(ValueParseError("rediss:// (TLS) is not supported yet; use redis://"))

@@ -88,7 +88,7 @@ public final class AssertionGate: RequestGate {
             let entry = KeyCache.Entry(stored: stored, publicKey: publicKey)
             self.keys.put(headers.keyId, entry)
             return self.verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context)
-        }.flatMapErrorThrowing { error in
+        }.recover { error in
             self.storeFailed(error, request, route, context)
         }
         return .pending(decision)
@@ -126,7 +126,7 @@ public final class AssertionGate: RequestGate {
                     appVersion: entry.stored.bundleVersion, launchCategory: entry.stored.launchCategory)
                 return self.forward(.verified(identity), request, context)
             }
-            .flatMapErrorThrowing { error in
+            .recover { error in
                 self.storeFailed(error, request, route, context)
             }
     }

@@ -1,4 +1,3 @@
-import COpenSSL
 import NIOCore
 import NIOPosix
 import Verifier
@@ -78,11 +77,7 @@ public final class AttestationRoutes: LocalHandler {
         } catch {
             return eventLoop.makeSucceededFuture(problem(error, request))
         }
-        var random = [UInt8](repeating: 0, count: 32)
-        guard random.withUnsafeMutableBufferPointer({ RAND_bytes($0.baseAddress, 32) }) == 1 else {
-            return eventLoop.makeSucceededFuture(problem(Rejection(.storeUnavailable, "no randomness"), request))
-        }
-        let challenge = Base64.encodeURL(random)
+        let challenge = StoreChallenge.generate()
         let ttl = context.challengeTTL
         return store.issueChallenge(keyId: parsed.keyId, purpose: parsed.purpose, challenge: challenge, ttl: ttl)
             .hop(to: eventLoop)
@@ -91,7 +86,7 @@ public final class AttestationRoutes: LocalHandler {
                 let json = JSONText.object([("challenge", JSONText.quoted(challenge)), ("expiresIn", "\(seconds)")])
                 return self.json(200, json, extraHeaders: [("Cache-Control", "no-store")])
             }
-            .flatMapErrorThrowing { _ in
+            .recover { _ in
                 self.metrics?.storeErrors.inc()
                 return self.problem(Rejection(.storeUnavailable), request)
             }
@@ -156,11 +151,11 @@ public final class AttestationRoutes: LocalHandler {
                         return self.json(201, json, extraHeaders: [("Cache-Control", "no-store")])
                     }
                 }
-                .flatMapErrorThrowing { _ in
+                .recover { _ in
                     self.metrics?.storeErrors.inc()
                     return self.problem(Rejection(.storeUnavailable), request)
                 }
-        }.flatMapErrorThrowing { _ in
+        }.recover { _ in
             // Thread pool shut down: the gateway is stopping.
             self.problem(Rejection(.storeUnavailable, "shutting down"), request)
         }

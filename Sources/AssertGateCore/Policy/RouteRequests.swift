@@ -1,11 +1,6 @@
 import Foundation
 import Verifier
 
-public enum ChallengePurpose: String, Sendable, Codable {
-    case attest
-    case assert
-}
-
 /// Body of `POST {prefix}/challenge` (protocol.md §2).
 public struct ChallengeRequest: Sendable, Equatable {
     public static let maxBodyBytes = 4 << 10

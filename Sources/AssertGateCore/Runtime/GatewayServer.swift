@@ -50,18 +50,12 @@ public final class GatewayServer: Sendable {
         threadPool.start()
         let metrics = GatewayMetrics()
         let stores: any StoreProvider
-        switch config.store {
-        case .memory:
-            stores = MemoryStore(eventLoop: group.next())
-        case .redis(let redis):
-            guard let url = redis.endpoint else {
-                throw StartError(description: "store.redis.url: not a redis:// URL")
-            }
-            stores = RedisStoreGroup(
-                configuration: RedisClientConfiguration(
-                    url: url, connectTimeout: redis.connectTimeout, commandTimeout: redis.commandTimeout,
-                    connections: redis.connectionsPerWorker),
-                group: group)
+        do {
+            stores = try StoreFactory.makeProvider(config.store, group: group)
+        } catch {
+            try? await threadPool.shutdownGracefully()
+            try? await group.shutdownGracefully()
+            throw StartError(description: "store: \(error)")
         }
         let hooks = GatewayHooks(
             makeGate: { loop in AssertionGate(eventLoop: loop, store: stores.store(for: loop), metrics: metrics) },

@@ -31,12 +31,3 @@ public struct StoreAdminActions: AdminActions {
         await reloadAction()
     }
 }
-
-extension AdminKeyRecord {
-    init(_ r: KeyRecord) {
-        self.init(
-            keyId: KeyIdCodec.encode(r.keyId), appId: r.appId, environment: r.environment.rawValue,
-            counter: UInt64(r.counter), publicKey: Base64.encodeURL(r.publicKey), userId: r.userId,
-            createdAt: r.createdAt, revoked: r.revoked, riskMetric: r.riskMetric, riskMetricAt: r.riskMetricAt)
-    }
-}

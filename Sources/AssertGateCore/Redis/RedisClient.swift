@@ -1,0 +1,298 @@
+import NIOCore
+import NIOPosix
+
+/// A small pool of pipelined Redis connections owned by ONE event loop (a
+/// gateway worker). All mutable state is touched only on that loop, so there
+/// are no locks; calls from other threads hop onto it. Connections reconnect
+/// by themselves with exponential backoff; while a connection is down its
+/// commands fail at once with `StoreError.unavailable` instead of waiting.
+///
+/// `@unchecked Sendable`: every stored `var` is confined to `eventLoop`
+/// (checked with `assertInEventLoop`), the same discipline NIO's own channels use.
+public final class RedisClient: @unchecked Sendable {
+    public let eventLoop: EventLoop
+    public let configuration: RedisClientConfiguration
+    /// Scripts loaded with `SCRIPT LOAD` on every new connection.
+    public let scripts: [RedisScript]
+
+    private let slots: [Slot]
+    private var nextSlot = 0
+    private var isShutdown = false
+
+    /// Creates the client and starts connecting (asynchronously, on `eventLoop`).
+    public init(configuration: RedisClientConfiguration, eventLoop: EventLoop, scripts: [RedisScript] = []) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.scripts = scripts
+        self.slots = (0..<configuration.connections).map { _ in Slot() }
+        eventLoop.execute { [self] in
+            for slot in slots { connect(slot) }
+        }
+    }
+
+    // MARK: public API
+
+    /// Sends one command; the future completes on `eventLoop`.
+    public func send(_ command: RESPCommand) -> EventLoopFuture<RESPValue> {
+        if eventLoop.inEventLoop {
+            return sendOnLoop(command)
+        }
+        return eventLoop.flatSubmit { self.sendOnLoop(command) }
+    }
+
+    public func send(_ arguments: RESPArgument...) -> EventLoopFuture<RESPValue> {
+        send(RESPCommand(arguments))
+    }
+
+    /// `EVALSHA`; on `NOSCRIPT` (script cache flushed, failover) it loads the
+    /// script and retries once.
+    public func evalSHA(_ script: RedisScript, keys: [RESPArgument], arguments: [RESPArgument]) -> EventLoopFuture<RESPValue> {
+        var args: [RESPArgument] = ["EVALSHA", .string(script.sha1), .integer(Int64(keys.count))]
+        args.reserveCapacity(3 + keys.count + arguments.count)
+        args.append(contentsOf: keys)
+        args.append(contentsOf: arguments)
+        return evalSHA(script, command: RESPCommand(args)) { $0 }
+    }
+
+    /// `command` is the complete `EVALSHA` of `script`; `transform` turns the
+    /// reply into the caller's type on the loop (one future less on the hot path).
+    func evalSHA<T: Sendable>(
+        _ script: RedisScript, command: RESPCommand, _ transform: @escaping @Sendable (RESPValue) throws -> T
+    ) -> EventLoopFuture<T> {
+        let promise = eventLoop.makePromise(of: T.self)
+        let request = RedisRequest(command: command, target: .callback { result in
+            switch result {
+            case .failure(let error):
+                promise.fail(error)
+            case .success(.error(let message)) where message.hasPrefix("NOSCRIPT"):
+                self.reloadAndRetry(script, command).whenComplete { retried in
+                    promise.completeWith(retried.flatMap { reply in Result { try transform(reply) } })
+                }
+            case .success(let reply):
+                promise.completeWith(Result { try transform(reply) })
+            }
+        })
+        if eventLoop.inEventLoop {
+            enqueueOnLoop(request)
+        } else {
+            eventLoop.execute { self.enqueueOnLoop(request) }
+        }
+        return promise.futureResult
+    }
+
+    private func reloadAndRetry(_ script: RedisScript, _ command: RESPCommand) -> EventLoopFuture<RESPValue> {
+        sendOnLoop(RESPCommand("SCRIPT", "LOAD", .string(script.source))).flatMap { loaded in
+            if case .error(let e) = loaded {
+                return self.eventLoop.makeFailedFuture(StoreError.serverError("SCRIPT LOAD: \(e)"))
+            }
+            return self.sendOnLoop(command)
+        }
+    }
+
+    /// True when at least one connection is up (for readiness).
+    public func isConnected() -> EventLoopFuture<Bool> {
+        eventLoop.submit {
+            self.slots.contains { if case .ready = $0.state { return true } else { return false } }
+        }
+    }
+
+    /// Closes every connection and fails queued commands; the client cannot be reused.
+    public func shutdown() -> EventLoopFuture<Void> {
+        eventLoop.flatSubmit {
+            self.isShutdown = true
+            var closes: [EventLoopFuture<Void>] = []
+            for slot in self.slots {
+                slot.reconnect?.cancel()
+                slot.reconnect = nil
+                switch slot.state {
+                case .ready(let channel, _):
+                    closes.append(channel.close().recover { _ in })
+                case .connecting(let queued):
+                    for r in queued { r.fail(StoreError.unavailable(.shutdown)) }
+                case .backoff, .idle:
+                    break
+                }
+                slot.state = .backoff
+            }
+            return EventLoopFuture.andAllComplete(closes, on: self.eventLoop)
+        }
+    }
+
+    // MARK: sending
+
+    private func sendOnLoop(_ command: RESPCommand) -> EventLoopFuture<RESPValue> {
+        let promise = eventLoop.makePromise(of: RESPValue.self)
+        enqueueOnLoop(RedisRequest(command: command, promise: promise))
+        return promise.futureResult
+    }
+
+    private func enqueueOnLoop(_ request: RedisRequest) {
+        eventLoop.assertInEventLoop()
+        guard !isShutdown else {
+            request.fail(StoreError.unavailable(.shutdown))
+            return
+        }
+        // Round robin, preferring a connection that is up.
+        let n = slots.count
+        var queueSlot: Slot?
+        for i in 0..<n {
+            let slot = slots[(nextSlot + i) % n]
+            switch slot.state {
+            case .ready(let channel, let handler):
+                nextSlot = (nextSlot + i + 1) % n
+                if channel.isActive {
+                    handler.send(request)
+                } else {
+                    request.fail(StoreError.unavailable(.connectionLost))
+                }
+                return
+            case .connecting:
+                // Hold commands only for a first connect (startup); while
+                // reconnecting after a failure, fail fast rather than wait.
+                if queueSlot == nil && slot.attempt == 0 { queueSlot = slot }
+            case .backoff, .idle:
+                continue
+            }
+        }
+        if let slot = queueSlot, case .connecting(var queued) = slot.state {
+            if queued.count >= configuration.maxQueuedWhileConnecting {
+                request.fail(StoreError.unavailable(.overloaded))
+            } else {
+                slot.state = .idle  // avoid a copy-on-write of the queue
+                queued.append(request)
+                slot.state = .connecting(queued)
+            }
+        } else {
+            request.fail(StoreError.unavailable(.notConnected))
+        }
+    }
+
+    // MARK: connection lifecycle
+
+    private func connect(_ slot: Slot) {
+        eventLoop.assertInEventLoop()
+        guard !isShutdown else { return }
+        slot.state = .connecting(CircularBuffer())
+        let limits = configuration.limits
+        let commandTimeout = configuration.commandTimeout
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers(
+                        RedisReplyDecoder(limits: limits), RedisCommandHandler(commandTimeout: commandTimeout))
+                }
+            }
+            .connect(host: configuration.url.host, port: configuration.url.port)
+            .flatMap { channel in
+                self.handshake(channel).flatMapThrowing {
+                    let handler = try channel.pipeline.syncOperations.handler(type: RedisCommandHandler.self)
+                    return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error
+                }
+            }
+            .whenComplete { result in
+                self.connectFinished(slot, result)
+            }
+    }
+
+    private func connectFinished(_ slot: Slot, _ result: Result<(Channel, NIOLoopBound<RedisCommandHandler>), Error>) {
+        eventLoop.assertInEventLoop()
+        guard case .connecting(let queued) = slot.state else { return }
+        switch result {
+        case .success(let (channel, boundHandler)):
+            let handler = boundHandler.value
+            if isShutdown {
+                channel.close(promise: nil)
+                for r in queued { r.fail(StoreError.unavailable(.shutdown)) }
+                return
+            }
+            slot.state = .ready(channel, handler)
+            slot.attempt = 0
+            for r in queued { handler.send(r) }
+            channel.closeFuture.whenComplete { _ in
+                self.connectionClosed(slot, channel)
+            }
+        case .failure(let error):
+            let reason: StoreError
+            if let e = error as? StoreError {
+                reason = e
+            } else {
+                reason = .unavailable(.connectFailed("\(error)"))
+            }
+            for r in queued { r.fail(reason) }
+            scheduleReconnect(slot)
+        }
+    }
+
+    private func connectionClosed(_ slot: Slot, _ channel: Channel) {
+        eventLoop.assertInEventLoop()
+        guard case .ready(let current, _) = slot.state, current === channel else { return }
+        scheduleReconnect(slot)
+    }
+
+    private func scheduleReconnect(_ slot: Slot) {
+        slot.state = .backoff
+        guard !isShutdown else { return }
+        let base = configuration.backoffBase.nanoseconds
+        let cap = configuration.backoffMax.nanoseconds
+        let exp = base << Int64(min(slot.attempt, 20))
+        let delay = min(cap, exp > 0 ? exp : cap)
+        // Jitter keeps a fleet of workers from reconnecting in lockstep.
+        let jittered = delay / 2 + Int64.random(in: 0...max(1, delay / 2))
+        slot.attempt += 1
+        slot.reconnect = eventLoop.scheduleTask(in: .nanoseconds(jittered)) {
+            slot.reconnect = nil
+            self.connect(slot)
+        }
+    }
+
+    /// AUTH and SELECT from the URL, then SCRIPT LOAD of every script, pipelined.
+    private func handshake(_ channel: Channel) -> EventLoopFuture<Void> {
+        var steps: [(String, RESPCommand)] = []
+        let url = configuration.url
+        if let password = url.password {
+            if let user = url.username {
+                steps.append(("AUTH", RESPCommand("AUTH", .string(user), .string(password))))
+            } else {
+                steps.append(("AUTH", RESPCommand("AUTH", .string(password))))
+            }
+        }
+        if url.database != 0 {
+            steps.append(("SELECT", RESPCommand("SELECT", .integer(Int64(url.database)))))
+        }
+        for script in scripts {
+            steps.append(("SCRIPT LOAD", RESPCommand("SCRIPT", "LOAD", .string(script.source))))
+        }
+        guard !steps.isEmpty else { return eventLoop.makeSucceededVoidFuture() }
+        let futures = steps.map { step -> EventLoopFuture<Void> in
+            let promise = eventLoop.makePromise(of: RESPValue.self)
+            channel.write(RedisRequest(command: step.1, promise: promise), promise: nil)
+            let name = step.0
+            return promise.futureResult.flatMapThrowing { reply in
+                if case .error(let message) = reply {
+                    // The server's message, never the command (it holds the password).
+                    throw StoreError.unavailable(.connectFailed("\(name): \(message)"))
+                }
+            }
+        }
+        channel.flush()
+        return EventLoopFuture.andAllSucceed(futures, on: eventLoop)
+    }
+
+    /// One connection of the pool; confined to the client's loop (hence unchecked).
+    private final class Slot: @unchecked Sendable {
+        enum State {
+            case idle
+            case connecting(CircularBuffer<RedisRequest>)
+            case ready(Channel, RedisCommandHandler)
+            case backoff
+        }
+        var state: State = .idle
+        var attempt = 0
+        var reconnect: Scheduled<Void>?
+    }
+}

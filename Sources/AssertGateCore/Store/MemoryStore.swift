@@ -1,0 +1,219 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import Verifier
+
+/// `Store` in one process: the embedded default and the test double. Same
+/// semantics as `RedisStore`; each operation is one critical section under a
+/// lock, which is what makes it atomic. Challenge TTLs follow `clock`
+/// (monotonic; inject one in tests).
+///
+/// All `MemoryStore`s made with `store(for:)` share one state; each only
+/// differs in the event loop its futures complete on.
+public final class MemoryStore: Store, StoreProvider {
+    public typealias Clock = @Sendable () -> NIODeadline
+
+    public let eventLoop: EventLoop
+    private let state: NIOLockedValueBox<State>
+    private let clock: Clock
+
+    public init(eventLoop: EventLoop, clock: @escaping Clock = { .now() }) {
+        self.eventLoop = eventLoop
+        self.state = NIOLockedValueBox(State())
+        self.clock = clock
+    }
+
+    private init(sharing other: MemoryStore, eventLoop: EventLoop) {
+        self.eventLoop = eventLoop
+        self.state = other.state
+        self.clock = other.clock
+    }
+
+    public func store(for loop: EventLoop) -> any Store {
+        loop === eventLoop ? self : MemoryStore(sharing: self, eventLoop: loop)
+    }
+
+    public func shutdown() -> EventLoopFuture<Void> {
+        eventLoop.makeSucceededVoidFuture()
+    }
+
+    // MARK: state
+
+    private struct Entry {
+        var publicKey: [UInt8]
+        var appId: String
+        var environment: AppEnvironment
+        var userId: String?
+        var createdAt: Int64
+        var counter: UInt32
+        var revoked: Bool
+        var receipt: [UInt8]?
+        var riskMetric: Int?
+        var riskMetricAt: Int64?
+        var receiptNotBefore: Int64?
+        var receiptExpiry: Int64?
+        var bundleVersion: String?
+        var launchCategory: [UInt8]?
+    }
+
+    private struct ChallengeID: Hashable {
+        var keyId: [UInt8]
+        var challenge: String
+    }
+
+    private struct State {
+        var keys: [[UInt8]: Entry] = [:]
+        var challenges: [ChallengeID: (purpose: ChallengePurpose, expires: NIODeadline)] = [:]
+        var users: [String: Set<[UInt8]>] = [:]
+        var sweepAt = 1024
+
+        /// Takes the challenge if it is live and has `purpose`; a wrong purpose leaves it.
+        mutating func consume(_ id: ChallengeID, purpose: ChallengePurpose, now: NIODeadline) -> Bool {
+            guard let c = challenges[id] else { return false }
+            if c.expires <= now {
+                challenges[id] = nil
+                return false
+            }
+            guard c.purpose == purpose else { return false }
+            challenges[id] = nil
+            return true
+        }
+
+        /// Bounds memory: expired challenges are dropped whenever the table doubles.
+        mutating func sweepIfNeeded(now: NIODeadline) {
+            guard challenges.count >= sweepAt else { return }
+            challenges = challenges.filter { $0.value.expires > now }
+            sweepAt = max(1024, challenges.count * 2)
+        }
+
+        func userCount(_ uid: String?) -> Int {
+            guard let uid, !uid.isEmpty else { return 0 }
+            return users[uid]?.count ?? 0
+        }
+
+        func record(_ keyId: [UInt8], _ e: Entry) -> KeyRecord {
+            KeyRecord(
+                keyId: keyId, appId: e.appId, environment: e.environment, counter: e.counter,
+                publicKey: e.publicKey, userId: e.userId, createdAt: e.createdAt, revoked: e.revoked,
+                riskMetric: e.riskMetric, riskMetricAt: e.riskMetricAt)
+        }
+    }
+
+    private func answer<T: Sendable>(_ body: (inout State, NIODeadline) throws -> T) -> EventLoopFuture<T> {
+        let now = clock()
+        do {
+            let value = try state.withLockedValue { try body(&$0, now) }
+            return eventLoop.makeSucceededFuture(value)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    private static func check(_ keyId: [UInt8]) throws {
+        guard keyId.count == 32 else { throw StoreError.invalidArgument("keyId must be 32 bytes") }
+    }
+
+    // MARK: Store
+
+    public func issueChallenge(keyId: [UInt8], purpose: ChallengePurpose, challenge: String, ttl: TimeAmount)
+        -> EventLoopFuture<Void>
+    {
+        answer { state, now in
+            try Self.check(keyId)
+            guard ChallengeCodec.isWellFormed(challenge) else {
+                throw StoreError.invalidArgument("challenge must be 43 characters of b64url")
+            }
+            state.sweepIfNeeded(now: now)
+            state.challenges[ChallengeID(keyId: keyId, challenge: challenge)] = (purpose, now + ttl)
+        }
+    }
+
+    public func registerKey(_ key: NewKeyRecord, attestChallenge: String) -> EventLoopFuture<RegisterResult> {
+        answer { state, now in
+            try Self.check(key.keyId)
+            if state.keys[key.keyId] != nil { return .rejected(.keyExists) }
+            guard state.consume(ChallengeID(keyId: key.keyId, challenge: attestChallenge), purpose: .attest, now: now)
+            else { return .rejected(.unknownChallenge) }
+            let uid = (key.userId?.isEmpty ?? true) ? nil : key.userId
+            state.keys[key.keyId] = Entry(
+                publicKey: key.publicKey, appId: key.appId, environment: key.environment, userId: uid,
+                createdAt: key.createdAt, counter: 0, revoked: false, receipt: key.receipt,
+                riskMetric: key.riskMetric, riskMetricAt: key.riskMetricAt, receiptNotBefore: key.receiptNotBefore,
+                receiptExpiry: key.receiptExpiry, bundleVersion: key.bundleVersion, launchCategory: key.launchCategory)
+            if let uid { state.users[uid, default: []].insert(key.keyId) }
+            return .registered(userKeyCount: state.userCount(uid))
+        }
+    }
+
+    public func loadKey(keyId: [UInt8]) -> EventLoopFuture<StoredKey?> {
+        answer { state, _ in
+            try Self.check(keyId)
+            guard let e = state.keys[keyId] else { return nil }
+            return StoredKey(
+                publicKey: e.publicKey, appId: e.appId, environment: e.environment,
+                bundleVersion: e.bundleVersion, launchCategory: e.launchCategory)
+        }
+    }
+
+    public func commitAssertion(keyId: [UInt8], counter: UInt32, challenge: String?) -> EventLoopFuture<CommitResult> {
+        answer { state, now in
+            try Self.check(keyId)
+            guard var e = state.keys[keyId] else { return CommitResult(rejection: .unknownKey, state: nil) }
+            let keyState = KeyState(
+                revoked: e.revoked, userId: e.userId, userKeyCount: state.userCount(e.userId),
+                riskMetric: e.riskMetric, riskMetricAt: e.riskMetricAt)
+            if e.revoked { return CommitResult(rejection: .revokedKey, state: keyState) }
+            if let challenge,
+                !state.consume(ChallengeID(keyId: keyId, challenge: challenge), purpose: .assert, now: now)
+            {
+                return CommitResult(rejection: .unknownChallenge, state: keyState)
+            }
+            guard counter > e.counter else { return CommitResult(rejection: .counterReplay, state: keyState) }
+            e.counter = counter
+            state.keys[keyId] = e
+            return CommitResult(rejection: nil, state: keyState)
+        }
+    }
+
+    public func revokeKey(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?> {
+        answer { state, _ in
+            try Self.check(keyId)
+            guard state.keys[keyId] != nil else { return nil }
+            state.keys[keyId]?.revoked = true
+            return state.keys[keyId].map { state.record(keyId, $0) }
+        }
+    }
+
+    public func keyRecord(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?> {
+        answer { state, _ in
+            try Self.check(keyId)
+            return state.keys[keyId].map { state.record(keyId, $0) }
+        }
+    }
+
+    public func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool> {
+        answer { state, _ in
+            try Self.check(keyId)
+            guard var e = state.keys[keyId] else { return false }
+            e.receipt = receipt
+            if let riskMetric {
+                e.riskMetric = riskMetric
+                e.riskMetricAt = at
+            }
+            state.keys[keyId] = e
+            return true
+        }
+    }
+
+    public func ping() -> EventLoopFuture<Void> {
+        eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Whether a live challenge is held (for tests: "challenge kept").
+    func hasChallenge(keyId: [UInt8], challenge: String) -> Bool {
+        let now = clock()
+        return state.withLockedValue { state in
+            guard let c = state.challenges[ChallengeID(keyId: keyId, challenge: challenge)] else { return false }
+            return c.expires > now
+        }
+    }
+}

@@ -1,0 +1,240 @@
+import NIOCore
+import Verifier
+
+/// `Store` on Redis (standalone), schema of architecture.md. One instance per
+/// event loop, wrapping that loop's `RedisClient`; futures complete on it.
+/// Build them all at once with `RedisStoreGroup`.
+public final class RedisStore: Store {
+    public let client: RedisClient
+    public var eventLoop: EventLoop { client.eventLoop }
+
+    /// The scripts a client must load for this store (see `init(client:)`).
+    public static var scripts: [RedisScript] { RedisStoreScripts.all }
+
+    /// `client` should have been created with `RedisStore.scripts` (they are
+    /// loaded on connect; a missing one costs a NOSCRIPT round trip once).
+    public init(client: RedisClient) {
+        self.client = client
+    }
+
+    /// A store with its own client on `eventLoop`, connecting immediately.
+    public convenience init(configuration: RedisClientConfiguration, eventLoop: EventLoop) {
+        self.init(client: RedisClient(configuration: configuration, eventLoop: eventLoop, scripts: RedisStoreScripts.all))
+    }
+
+    public func shutdown() -> EventLoopFuture<Void> {
+        client.shutdown()
+    }
+
+    // MARK: keys
+
+    private static func tag(_ keyId: [UInt8]) throws -> String {
+        guard keyId.count == 32 else { throw StoreError.invalidArgument("keyId must be 32 bytes") }
+        return Base64.encodeURL(keyId)
+    }
+
+    private static func keyHash(_ k: String) -> RESPArgument { .string("ag:{\(k)}:key") }
+    private static func challengeKey(_ k: String, _ c: String) -> RESPArgument { .string("ag:{\(k)}:ch:\(c)") }
+    private static func userSet(_ uid: String) -> RESPArgument { .string("ag:u:{\(uid)}") }
+
+    private func failed<T>(_ error: Error) -> EventLoopFuture<T> {
+        eventLoop.makeFailedFuture(error)
+    }
+
+    // MARK: Store
+
+    public func issueChallenge(keyId: [UInt8], purpose: ChallengePurpose, challenge: String, ttl: TimeAmount)
+        -> EventLoopFuture<Void>
+    {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        guard ChallengeCodec.isWellFormed(challenge) else {
+            return failed(StoreError.invalidArgument("challenge must be 43 characters of b64url"))
+        }
+        let ms = max(1, ttl.nanoseconds / 1_000_000)
+        return client.send(
+            "SET", Self.challengeKey(k, challenge), .string(purpose.rawValue), "PX", .integer(ms)
+        ).flatMapThrowing { reply in
+            guard case .status = reply else { throw Self.unexpected(reply, "SET") }
+        }
+    }
+
+    public func registerKey(_ key: NewKeyRecord, attestChallenge: String) -> EventLoopFuture<RegisterResult> {
+        let k: String
+        do { k = try Self.tag(key.keyId) } catch { return failed(error) }
+        guard ChallengeCodec.isWellFormed(attestChallenge) else {
+            return eventLoop.makeSucceededFuture(.rejected(.unknownChallenge))
+        }
+        var keys: [RESPArgument] = [Self.keyHash(k), Self.challengeKey(k, attestChallenge)]
+        var args: [RESPArgument] = [
+            .string(k),
+            "pk", .bytes(key.publicKey), "cnt", "0", "env", .string(key.environment.rawValue),
+            "app", .string(key.appId), "created", .integer(key.createdAt), "rev", "0",
+        ]
+        if let uid = key.userId, !uid.isEmpty {
+            keys.append(Self.userSet(uid))
+            args += ["uid", .string(uid)]
+        }
+        if let v = key.receipt { args += ["rcpt", .bytes(v)] }
+        if let v = key.riskMetric { args += ["risk", .integer(Int64(v))] }
+        if let v = key.riskMetricAt { args += ["risk_at", .integer(v)] }
+        if let v = key.receiptNotBefore { args += ["nb", .integer(v)] }
+        if let v = key.receiptExpiry { args += ["exp", .integer(v)] }
+        if let v = key.bundleVersion { args += ["bv", .string(v)] }
+        if let v = key.launchCategory { args += ["lc", .bytes(v)] }
+        return client.evalSHA(RedisStoreScripts.register, keys: keys, arguments: args).flatMapThrowing { reply in
+            guard case .array(let a) = reply, a.count == 2, let status = a[0].string, let n = a[1].int64 else {
+                throw Self.unexpected(reply, "register")
+            }
+            if status == "ok" { return .registered(userKeyCount: Int(n)) }
+            guard let reason = ReasonToken(rawValue: status) else { throw Self.unexpected(reply, "register") }
+            return .rejected(reason)
+        }
+    }
+
+    public func loadKey(keyId: [UInt8]) -> EventLoopFuture<StoredKey?> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.send("HMGET", Self.keyHash(k), "pk", "app", "env", "bv", "lc").flatMapThrowing { reply in
+            guard case .array(let a) = reply, a.count == 5 else { throw Self.unexpected(reply, "HMGET") }
+            guard case .bulk(let pk) = a[0] else { return nil }
+            guard let app = a[1].string, let envText = a[2].string, let env = AppEnvironment(rawValue: envText) else {
+                throw StoreError.unexpectedReply("key record incomplete")
+            }
+            var lc: [UInt8]?
+            if case .bulk(let b) = a[4] { lc = b }
+            return StoredKey(publicKey: pk, appId: app, environment: env, bundleVersion: a[3].string, launchCategory: lc)
+        }
+    }
+
+    public func commitAssertion(keyId: [UInt8], counter: UInt32, challenge: String?) -> EventLoopFuture<CommitResult> {
+        guard keyId.count == 32 else { return failed(StoreError.invalidArgument("keyId must be 32 bytes")) }
+        // The hot path: the command is written straight into one buffer.
+        var w = RESPCommandWriter(arrayCount: challenge == nil ? 5 : 6, capacity: 256)
+        w.bulk("EVALSHA" as StaticString)
+        w.bulk(RedisStoreScripts.commit.sha1)
+        w.bulk(Int64(challenge == nil ? 1 : 2))
+        w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:key")
+        if let challenge {
+            // A challenge that cannot have been issued is looked up under a name
+            // that cannot exist, so the script still applies its order
+            // (unknown-key, revoked-key before unknown-challenge).
+            w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:ch:", tail: ChallengeCodec.isWellFormed(challenge) ? challenge : "!")
+        }
+        w.bulk(Int64(counter))
+        return client.evalSHA(RedisStoreScripts.commit, command: RESPCommand(writer: w)) { reply in
+            try RedisStore.parseCommit(reply)
+        }
+    }
+
+    static func parseCommit(_ reply: RESPValue) throws -> CommitResult {
+        guard case .array(let a) = reply, case .integer(let code) = a.first, code >= 0,
+            code < RedisStoreScripts.commitReasons.count
+        else { throw unexpected(reply, "commit") }
+        let rejection = RedisStoreScripts.commitReasons[Int(code)]
+        if rejection == .unknownKey {
+            return CommitResult(rejection: .unknownKey, state: nil)
+        }
+        guard a.count == 6, case .integer(let rev) = a[1], case .bulk(let uid) = a[2], case .integer(let n) = a[3],
+            case .bulk(let risk) = a[4], case .bulk(let riskAt) = a[5]
+        else { throw unexpected(reply, "commit") }
+        let state = KeyState(
+            revoked: rev == 1, userId: uid.isEmpty ? nil : String(decoding: uid, as: UTF8.self), userKeyCount: Int(n),
+            riskMetric: risk.isEmpty ? nil : Int(String(decoding: risk, as: UTF8.self)),
+            riskMetricAt: riskAt.isEmpty ? nil : Int64(String(decoding: riskAt, as: UTF8.self)))
+        return CommitResult(rejection: rejection, state: state)
+    }
+
+    public func revokeKey(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.evalSHA(RedisStoreScripts.revoke, keys: [Self.keyHash(k)], arguments: []).flatMapThrowing {
+            reply in try Self.parseRecord(keyId: keyId, reply)
+        }
+    }
+
+    public func keyRecord(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.send(RESPCommand(["HMGET", Self.keyHash(k)] + RedisStoreScripts.recordFields))
+            .flatMapThrowing { reply in try Self.parseRecord(keyId: keyId, reply) }
+    }
+
+    /// Fields in `RedisStoreScripts.recordFields` order.
+    static func parseRecord(keyId: [UInt8], _ reply: RESPValue) throws -> KeyRecord? {
+        if reply.isNull { return nil }
+        guard case .array(let a) = reply, a.count == RedisStoreScripts.recordFields.count else {
+            throw unexpected(reply, "record")
+        }
+        guard case .bulk(let pk) = a[0] else { return nil }
+        guard let cnt = a[1].int64, let counter = UInt32(exactly: cnt), let envText = a[2].string,
+            let env = AppEnvironment(rawValue: envText), let app = a[3].string, let created = a[5].int64
+        else { throw StoreError.unexpectedReply("key record incomplete") }
+        let uid = a[4].string
+        return KeyRecord(
+            keyId: keyId, appId: app, environment: env, counter: counter, publicKey: pk,
+            userId: (uid?.isEmpty ?? true) ? nil : uid, createdAt: created, revoked: a[6].string == "1",
+            riskMetric: a[7].int64.map { Int($0) }, riskMetricAt: a[8].int64)
+    }
+
+    public func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        let risk: RESPArgument = riskMetric.map { .integer(Int64($0)) } ?? .string("")
+        return client.evalSHA(
+            RedisStoreScripts.receipt, keys: [Self.keyHash(k)], arguments: [.bytes(receipt), risk, .integer(at)]
+        ).flatMapThrowing { reply in
+            guard case .integer(let n) = reply else { throw Self.unexpected(reply, "receipt") }
+            return n == 1
+        }
+    }
+
+    public func ping() -> EventLoopFuture<Void> {
+        client.send("PING").flatMapThrowing { reply in
+            guard case .status("PONG") = reply else { throw Self.unexpected(reply, "PING") }
+        }
+    }
+
+    /// An error reply becomes `serverError` (its text is Redis' own and holds
+    /// no request data); any other shape `unexpectedReply`.
+    static func unexpected(_ reply: RESPValue, _ what: String) -> StoreError {
+        if case .error(let message) = reply { return .serverError("\(what): \(message)") }
+        return .unexpectedReply(what)
+    }
+}
+
+/// One `RedisStore` per event loop of a group: the gateway's workers.
+public final class RedisStoreGroup: StoreProvider {
+    private let stores: [ObjectIdentifier: RedisStore]
+    private let all: [RedisStore]
+
+    /// Starts connecting `configuration.connections` connections on every loop of `group`.
+    public init(configuration: RedisClientConfiguration, group: EventLoopGroup) {
+        var stores: [ObjectIdentifier: RedisStore] = [:]
+        var all: [RedisStore] = []
+        for loop in group.makeIterator() {
+            let store = RedisStore(configuration: configuration, eventLoop: loop)
+            stores[ObjectIdentifier(loop)] = store
+            all.append(store)
+        }
+        precondition(!all.isEmpty, "RedisStoreGroup over an empty EventLoopGroup")
+        self.stores = stores
+        self.all = all
+    }
+
+    public func store(for loop: EventLoop) -> any Store {
+        if let s = stores[ObjectIdentifier(loop)] { return s }
+        // Not one of ours: any store works, its futures complete on its own loop.
+        return all[Int(UInt(bitPattern: ObjectIdentifier(loop).hashValue) % UInt(all.count))]
+    }
+
+    public func shutdown() -> EventLoopFuture<Void> {
+        EventLoopFuture.andAllComplete(all.map { $0.shutdown() }, on: all[0].eventLoop)
+    }
+}
+
+extension RedisStore {
+    /// SHA-1 of the assertion-commit script (for benchmarks and operators:
+    /// `EVALSHA <sha> 1 ag:{K}:key <counter>` is one commit without a challenge).
+    public static var commitScriptSHA1: String { RedisStoreScripts.commit.sha1 }
+}

@@ -1,0 +1,83 @@
+import Verifier
+
+/// The Lua scripts of `RedisStore`. Each decision is one script so it is
+/// atomic on the server. Every key a script touches through KEYS shares the
+/// `{keyId}` hash tag; the user set (`ag:u:{uid}`) does not (standalone Redis
+/// only, until Cluster support moves the user count elsewhere).
+/// Redis replies never contain Lua `false` inside arrays (it would truncate
+/// them), so absent values are sent as ''.
+enum RedisStoreScripts {
+    /// KEYS[1] = ag:{K}:key, KEYS[2] = ag:{K}:ch:<c> (optional); ARGV[1] = counter.
+    /// → {code, revoked 0/1, uid, userKeyCount, risk, risk_at}, or {1} for an
+    /// unknown key. Codes (`commitReasons`): 0 ok, 1 unknown-key, 2 revoked-key,
+    /// 3 unknown-challenge, 4 counter-replay. Integers keep the hot reply small.
+    static let commit = RedisScript(
+        """
+        local s = redis.call('HMGET', KEYS[1], 'cnt', 'rev', 'uid', 'risk', 'risk_at')
+        if not s[1] then return {1} end
+        local uid = s[3] or ''
+        local n = 0
+        if uid ~= '' then n = redis.call('SCARD', 'ag:u:{' .. uid .. '}') end
+        local rev = 0
+        local r = 0
+        if s[2] == '1' then
+          rev = 1
+          r = 2
+        else
+          if KEYS[2] then
+            if redis.call('GET', KEYS[2]) == 'assert' then
+              redis.call('DEL', KEYS[2])
+            else
+              r = 3
+            end
+          end
+          if r == 0 then
+            if tonumber(ARGV[1]) > tonumber(s[1]) then
+              redis.call('HSET', KEYS[1], 'cnt', ARGV[1])
+            else
+              r = 4
+            end
+          end
+        end
+        return {r, rev, uid, n, s[4] or '', s[5] or ''}
+        """)
+
+    static let commitReasons: [ReasonToken?] = [nil, .unknownKey, .revokedKey, .unknownChallenge, .counterReplay]
+
+    /// KEYS[1] = ag:{K}:key, KEYS[2] = ag:{K}:ch:<c>, KEYS[3] = ag:u:{uid} (optional);
+    /// ARGV[1] = K, ARGV[2..] = field/value pairs. → {'ok'|reason, userKeyCount}.
+    static let register = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 1 then return {'key-exists', 0} end
+        if redis.call('GET', KEYS[2]) ~= 'attest' then return {'unknown-challenge', 0} end
+        redis.call('DEL', KEYS[2])
+        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+        local n = 0
+        if KEYS[3] then
+          redis.call('SADD', KEYS[3], ARGV[1])
+          n = redis.call('SCARD', KEYS[3])
+        end
+        return {'ok', n}
+        """)
+
+    /// KEYS[1] = ag:{K}:key. → the record fields (HMGET order of `recordFields`) or nil.
+    static let revoke = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+        redis.call('HSET', KEYS[1], 'rev', '1')
+        return redis.call('HMGET', KEYS[1], 'pk', 'cnt', 'env', 'app', 'uid', 'created', 'rev', 'risk', 'risk_at')
+        """)
+
+    /// KEYS[1] = ag:{K}:key; ARGV = receipt, risk ('' = none), at. → 1, or 0 if unknown.
+    static let receipt = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        redis.call('HSET', KEYS[1], 'rcpt', ARGV[1])
+        if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'risk', ARGV[2], 'risk_at', ARGV[3]) end
+        return 1
+        """)
+
+    static let recordFields: [RESPArgument] = ["pk", "cnt", "env", "app", "uid", "created", "rev", "risk", "risk_at"]
+
+    static let all: [RedisScript] = [commit, register, revoke, receipt]
+}

@@ -1,0 +1,175 @@
+import NIOCore
+import Verifier
+
+/// The anti-replay state of App Attest: one-time challenges, key records and
+/// assertion counters. Every operation that decides something is atomic (one
+/// Lua script in Redis, one critical section in memory), so two gateways can
+/// never both accept the same counter or spend the same challenge.
+///
+/// A `Store` value is bound to one event loop: its futures complete on
+/// `eventLoop`. The gateway asks a `StoreProvider` for the store of the loop
+/// it runs on, so the hot path never hops threads.
+///
+/// Time: the store reads no wall clock. The caller passes unix seconds for
+/// `createdAt` and receipt times, and computes risk-metric ages from the
+/// returned `riskMetricAt`. Challenge TTLs are kept by Redis (`SET … PX`) or,
+/// in `MemoryStore`, by its injectable monotonic clock.
+///
+/// Key ids are the 32 raw bytes; challenges are the 43-character unpadded
+/// b64url strings as issued (anything else can never match and answers
+/// `unknown-challenge`). Failures to get an answer are `StoreError`s.
+public protocol Store: AnyObject, Sendable {
+    var eventLoop: EventLoop { get }
+
+    /// Stores `challenge` for `keyId` and `purpose`, expiring after `ttl`.
+    func issueChallenge(keyId: [UInt8], purpose: ChallengePurpose, challenge: String, ttl: TimeAmount)
+        -> EventLoopFuture<Void>
+
+    /// One atomic step: `key-exists` if the keyId is stored (challenge kept);
+    /// else the `attest` challenge for this key is consumed (`unknown-challenge`
+    /// if absent), the record is stored with counter 0 and the keyId joins its
+    /// user's set. Answers the user's key count.
+    func registerKey(_ key: NewKeyRecord, attestChallenge: String) -> EventLoopFuture<RegisterResult>
+
+    /// The immutable part of a key (cacheable per worker), or nil if unknown.
+    func loadKey(keyId: [UInt8]) -> EventLoopFuture<StoredKey?>
+
+    /// One atomic step, in this order: `unknown-key`; `revoked-key` (challenge
+    /// kept); if a challenge is given it must exist for this key with purpose
+    /// `assert` (`unknown-challenge`, not consumed) and is then consumed whatever
+    /// follows; `counter` must be greater than the stored counter and replaces
+    /// it (`counter-replay`). The result carries the key's mutable state.
+    func commitAssertion(keyId: [UInt8], counter: UInt32, challenge: String?) -> EventLoopFuture<CommitResult>
+
+    /// Marks the key revoked; the updated record, or nil if unknown.
+    func revokeKey(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?>
+
+    /// The admin view of a key, or nil if unknown.
+    func keyRecord(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?>
+
+    /// Stores the latest receipt and, when given, its risk metric with the time
+    /// it was obtained (unix seconds). False if the key is unknown.
+    func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool>
+
+    /// Succeeds when the store can answer (for `/readyz`).
+    func ping() -> EventLoopFuture<Void>
+}
+
+/// Hands out the store bound to an event loop (one per gateway worker).
+public protocol StoreProvider: Sendable {
+    /// The store for `loop`; a loop the provider does not own gets a store on
+    /// another loop (its futures then complete there: hop back if needed).
+    func store(for loop: EventLoop) -> any Store
+    /// Releases connections; stores must not be used afterwards.
+    func shutdown() -> EventLoopFuture<Void>
+}
+
+public enum ChallengePurpose: String, Sendable, Hashable, CaseIterable {
+    case attest
+    case assert
+}
+
+/// Everything stored when a key is attested.
+public struct NewKeyRecord: Sendable, Equatable {
+    public var keyId: [UInt8]
+    /// The 65-byte uncompressed X9.62 point.
+    public var publicKey: [UInt8]
+    public var appId: String
+    public var environment: AppEnvironment
+    /// nil or empty = attested without a user id.
+    public var userId: String?
+    /// Unix seconds.
+    public var createdAt: Int64
+    /// The attestation receipt (DER PKCS#7), kept to refresh the risk metric.
+    public var receipt: [UInt8]?
+    public var riskMetric: Int?
+    public var riskMetricAt: Int64?
+    /// Receipt validity (unix seconds): when it may be refreshed, when it expires.
+    public var receiptNotBefore: Int64?
+    public var receiptExpiry: Int64?
+    /// `apple_bundle_version_01` text, if the attestation carried it.
+    public var bundleVersion: String?
+    /// `apple_validation_category_01` bytes, if the attestation carried them.
+    public var launchCategory: [UInt8]?
+
+    public init(
+        keyId: [UInt8], publicKey: [UInt8], appId: String, environment: AppEnvironment,
+        userId: String? = nil, createdAt: Int64, receipt: [UInt8]? = nil, riskMetric: Int? = nil,
+        riskMetricAt: Int64? = nil, receiptNotBefore: Int64? = nil, receiptExpiry: Int64? = nil,
+        bundleVersion: String? = nil, launchCategory: [UInt8]? = nil
+    ) {
+        self.keyId = keyId
+        self.publicKey = publicKey
+        self.appId = appId
+        self.environment = environment
+        self.userId = userId
+        self.createdAt = createdAt
+        self.receipt = receipt
+        self.riskMetric = riskMetric
+        self.riskMetricAt = riskMetricAt
+        self.receiptNotBefore = receiptNotBefore
+        self.receiptExpiry = receiptExpiry
+        self.bundleVersion = bundleVersion
+        self.launchCategory = launchCategory
+    }
+}
+
+public enum RegisterResult: Sendable, Equatable {
+    /// Stored; the number of keys of its user id (0 without a user id).
+    case registered(userKeyCount: Int)
+    /// `key-exists` or `unknown-challenge`.
+    case rejected(ReasonToken)
+}
+
+/// The immutable part of a key: what verifying a signature needs.
+public struct StoredKey: Sendable, Equatable {
+    public var publicKey: [UInt8]
+    public var appId: String
+    public var environment: AppEnvironment
+    public var bundleVersion: String?
+    public var launchCategory: [UInt8]?
+
+    public init(
+        publicKey: [UInt8], appId: String, environment: AppEnvironment, bundleVersion: String? = nil,
+        launchCategory: [UInt8]? = nil
+    ) {
+        self.publicKey = publicKey
+        self.appId = appId
+        self.environment = environment
+        self.bundleVersion = bundleVersion
+        self.launchCategory = launchCategory
+    }
+}
+
+/// The mutable part of a key, returned with every commit.
+public struct KeyState: Sendable, Equatable {
+    public var revoked: Bool
+    public var userId: String?
+    /// Keys attested for `userId`, revoked ones included; 0 without a user id.
+    public var userKeyCount: Int
+    public var riskMetric: Int?
+    /// Unix seconds when `riskMetric` was obtained.
+    public var riskMetricAt: Int64?
+
+    public init(revoked: Bool, userId: String?, userKeyCount: Int, riskMetric: Int?, riskMetricAt: Int64?) {
+        self.revoked = revoked
+        self.userId = userId
+        self.userKeyCount = userKeyCount
+        self.riskMetric = riskMetric
+        self.riskMetricAt = riskMetricAt
+    }
+}
+
+public struct CommitResult: Sendable, Equatable {
+    /// nil = accepted; else `unknown-key`, `revoked-key`, `unknown-challenge` or `counter-replay`.
+    public var rejection: ReasonToken?
+    /// The key's state; nil only for `unknown-key`.
+    public var state: KeyState?
+
+    public var isAccepted: Bool { rejection == nil }
+
+    public init(rejection: ReasonToken?, state: KeyState?) {
+        self.rejection = rejection
+        self.state = state
+    }
+}

@@ -1,0 +1,310 @@
+import AssertGateCore
+import Foundation
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// store-bench: assertion commits per second through `RedisStore` (one event
+/// loop, one connection, N commits in flight) against `redis-benchmark`
+/// running the SAME commit script with EVALSHA and the same pipelining
+/// (`-c 1 -P N`), alternated for several rounds on a private redis-server.
+///
+///   swift build -c release --product store-bench
+///   .build/release/store-bench [--inflight 16] [--seconds 5] [--rounds 3] [--keys 100000]
+@main
+struct StoreBench {
+    struct Options {
+        var inflight = 16
+        var seconds = 5
+        var rounds = 3
+        var keys = 100_000
+        var redisServer = "/usr/bin/redis-server"
+        var redisBenchmark = "/usr/bin/redis-benchmark"
+    }
+
+    static func parse() -> Options {
+        var o = Options()
+        var args = CommandLine.arguments.dropFirst()
+        while let a = args.popFirst() {
+            let v = args.popFirst() ?? ""
+            switch a {
+            case "--inflight": o.inflight = Int(v) ?? o.inflight
+            case "--seconds": o.seconds = Int(v) ?? o.seconds
+            case "--rounds": o.rounds = Int(v) ?? o.rounds
+            case "--keys": o.keys = Int(v) ?? o.keys
+            case "--redis-server": o.redisServer = v
+            case "--redis-benchmark": o.redisBenchmark = v
+            default:
+                print("usage: store-bench [--inflight N] [--seconds S] [--rounds R] [--keys K]")
+                exit(2)
+            }
+        }
+        return o
+    }
+
+    static func main() async throws {
+        let o = parse()
+        let server = try BenchRedisServer(path: o.redisServer)
+        defer { server.stop() }
+        print("redis-server pid \(server.pid) on 127.0.0.1:\(server.port)")
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let config = RedisClientConfiguration(
+            url: RedisURL(host: "127.0.0.1", port: server.port), connectTimeout: .seconds(2),
+            commandTimeout: .seconds(5), connections: 1)
+        let store = RedisStore(configuration: config, eventLoop: loop)
+        let sha = RedisStore.commitScriptSHA1
+
+        // Key ids for our side, and the same number of keys for redis-benchmark's
+        // `ag:{__rand_int__}:key` names (12-digit numbers < --keys), counter 0.
+        let keys = try await populate(store: store, count: o.keys)
+        let populateBench = """
+            for i = 0, tonumber(ARGV[1]) - 1 do
+              redis.call('HSET', string.format('ag:{%012d}:key', i), 'cnt', '0', 'rev', '0', 'env', 'production', 'app', 'T.b', 'created', '0')
+            end
+            return 1
+            """
+        _ = try await store.client.send("EVAL", .string(populateBench), "0", .integer(Int64(o.keys))).get()
+        print("populated \(o.keys) keys for each side; commit script sha \(sha)")
+
+        var ours: [Double] = []
+        var theirs: [Double] = []
+        for round in 1...o.rounds {
+            _ = try await store.client.send("CONFIG", "RESETSTAT").get()
+            let r = try await runOurs(store: store, keys: keys, inflight: o.inflight, seconds: o.seconds)
+            let stats = try await store.client.send("INFO", "commandstats").get().string ?? ""
+            let evalsha = commandCalls(stats, "evalsha")
+            let hmget = commandCalls(stats, "hmget")
+            print(String(format: "round %d  RedisStore    %10.0f commits/s  (%d commits incl. warm-up, %d errors; INFO commandstats: evalsha calls=%d, hmget calls=%d → %@)",
+                round, r.rate, r.total, r.errors, evalsha, hmget,
+                evalsha == r.total && hmget == r.total ? "exactly one EVALSHA per commit" : "MISMATCH" as NSString))
+            ours.append(r.rate)
+            let n = max(100_000, Int(r.rate * Double(o.seconds)))
+            let rb = try runRedisBenchmark(
+                path: o.redisBenchmark, port: server.port, sha: sha, inflight: o.inflight, requests: n, keys: o.keys)
+            print(String(format: "round %d  redis-benchmark %8.0f req/s      (-c 1 -P %d -n %d -r %d EVALSHA)", round, rb, o.inflight, n, o.keys))
+            theirs.append(rb)
+        }
+        let mo = median(ours)
+        let mt = median(theirs)
+        print(String(format: "\nmedian of %d rounds: RedisStore %.0f commits/s, redis-benchmark %.0f req/s, ratio %.2f (goal ≥ 0.80)",
+            o.rounds, mo, mt, mo / mt))
+        print("redis-benchmark command: \(o.redisBenchmark) -h 127.0.0.1 -p \(server.port) -c 1 -P \(o.inflight) -n N -r \(o.keys) --csv EVALSHA \(sha) 1 'ag:{__rand_int__}:key' __rand_int__")
+        try await store.shutdown().get()
+        try await group.shutdownGracefully()
+    }
+
+    static func median(_ v: [Double]) -> Double {
+        let s = v.sorted()
+        return s.isEmpty ? 0 : s[s.count / 2]
+    }
+
+    static func commandCalls(_ stats: String, _ name: String) -> Int {
+        for line in stats.split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_\(name):calls=") {
+            let n = line.dropFirst("cmdstat_\(name):calls=".count).prefix { $0 != "," }
+            return Int(n) ?? -1
+        }
+        return 0
+    }
+
+    /// Registers `count` keys through the store API (issue challenge + register), pipelined in batches.
+    static func populate(store: RedisStore, count: Int) async throws -> [[UInt8]] {
+        var keys: [[UInt8]] = []
+        keys.reserveCapacity(count)
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<count {
+            keys.append((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        }
+        let batch = 2000
+        var i = 0
+        while i < count {
+            let slice = keys[i..<min(count, i + batch)]
+            let futures = slice.map { keyId -> EventLoopFuture<RegisterResult> in
+                let c = StoreChallenge.generate()
+                let record = NewKeyRecord(
+                    keyId: keyId, publicKey: [0x04] + Array(repeating: 7, count: 64), appId: "T.b",
+                    environment: .production, createdAt: 0)
+                return store.issueChallenge(keyId: keyId, purpose: .attest, challenge: c, ttl: .seconds(60))
+                    .flatMap { store.registerKey(record, attestChallenge: c) }
+            }
+            for f in futures {
+                guard case .registered = try await f.get() else { throw BenchError.populateFailed }
+            }
+            i += batch
+        }
+        return keys
+    }
+
+    struct OurResult {
+        var rate: Double
+        var total: Int
+        var errors: Int
+    }
+
+    /// One warm-up second, then `seconds` measured; the counters are read on the loop.
+    static func runOurs(store: RedisStore, keys: [[UInt8]], inflight: Int, seconds: Int) async throws -> OurResult {
+        let loop = store.eventLoop
+        let driver = try await loop.submit { BenchDriver(store: store, keys: keys) }.get()
+        let done = loop.makePromise(of: Void.self)
+        try await loop.submit { driver.start(inflight: inflight, done: done) }.get()
+        try await Task.sleep(for: .seconds(1))
+        let (c0, t0) = try await loop.submit { (driver.completed, NIODeadline.now()) }.get()
+        try await Task.sleep(for: .seconds(seconds))
+        let (c1, t1) = try await loop.submit { (driver.completed, NIODeadline.now()) }.get()
+        try await loop.submit { driver.running = false }.get()
+        try await done.futureResult.get()
+        let total = try await loop.submit { driver.completed + driver.errors }.get()
+        let errors = try await loop.submit { driver.errors }.get()
+        let rate = Double(c1 - c0) / (Double((t1 - t0).nanoseconds) / 1e9)
+        return OurResult(rate: rate, total: total, errors: errors)
+    }
+
+    static func runRedisBenchmark(path: String, port: Int, sha: String, inflight: Int, requests: Int, keys: Int) throws
+        -> Double
+    {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = [
+            "-h", "127.0.0.1", "-p", String(port), "-c", "1", "-P", String(inflight), "-n", String(requests),
+            "-r", String(keys), "--csv", "EVALSHA", sha, "1", "ag:{__rand_int__}:key", "__rand_int__",
+        ]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard let line = text.split(whereSeparator: \.isNewline).last(where: { !$0.hasPrefix("\"test\"") }) else {
+            throw BenchError.redisBenchmarkOutput(text)
+        }
+        let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+        guard fields.count > 1, let rps = Double(fields[1]) else { throw BenchError.redisBenchmarkOutput(text) }
+        return rps
+    }
+
+    enum BenchError: Error {
+        case populateFailed
+        case redisBenchmarkOutput(String)
+        case serverDidNotStart
+    }
+}
+
+/// Keeps `inflight` commits outstanding on one loop; confined to that loop.
+final class BenchDriver: @unchecked Sendable {
+    let store: RedisStore
+    let keys: [[UInt8]]
+    var completed = 0
+    var errors = 0
+    var running = true
+    private var outstanding = 0
+    private var done: EventLoopPromise<Void>?
+    private var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+    init(store: RedisStore, keys: [[UInt8]]) {
+        self.store = store
+        self.keys = keys
+    }
+
+    /// xorshift64*: cheap enough not to show in the measurement.
+    private func next() -> UInt64 {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return state &* 0x2545_F491_4F6C_DD1D
+    }
+
+    func start(inflight: Int, done: EventLoopPromise<Void>) {
+        self.done = done
+        for _ in 0..<inflight {
+            outstanding += 1
+            issue()
+        }
+    }
+
+    private func issue() {
+        guard running else {
+            outstanding -= 1
+            if outstanding == 0 { done?.succeed() }
+            return
+        }
+        let r = next()
+        let key = keys[Int(r % UInt64(keys.count))]
+        let counter = UInt32((r >> 32) % 100_000)
+        store.commitAssertion(keyId: key, counter: counter, challenge: nil).whenComplete { result in
+            switch result {
+            case .success: self.completed += 1
+            case .failure: self.errors += 1
+            }
+            self.issue()
+        }
+    }
+}
+
+/// A private redis-server, started with posix_spawn and stopped by PID.
+final class BenchRedisServer {
+    let pid: pid_t
+    let port: Int
+
+    init(path: String) throws {
+        var lastPort = 0
+        for _ in 0..<5 {
+            let port = Int.random(in: 20000...40000)
+            lastPort = port
+            let args = [path, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+            var child: pid_t = 0
+            let rc = posix_spawn(&child, path, &actions, nil, &cArgs, environ)
+            posix_spawn_file_actions_destroy(&actions)
+            for a in cArgs { free(a) }
+            guard rc == 0 else { continue }
+            // Ready when it accepts a connection (polled: an external process), or gone.
+            for _ in 0..<500 {
+                var status: Int32 = 0
+                if waitpid(child, &status, WNOHANG) == child { break }
+                if Self.accepts(port: port) {
+                    self.pid = child
+                    self.port = port
+                    return
+                }
+                usleep(10_000)
+            }
+            kill(child, SIGKILL)
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+        }
+        print("redis-server did not start (last port \(lastPort))")
+        throw StoreBench.BenchError.serverDidNotStart
+    }
+
+    func stop() {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<500 {
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
+    }
+
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(port).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}

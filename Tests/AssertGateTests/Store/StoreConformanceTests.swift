@@ -1,0 +1,329 @@
+import NIOCore
+import NIOPosix
+import Testing
+import Verifier
+
+@testable import AssertGateCore
+
+/// One suite, run against `MemoryStore` and `RedisStore` (a real redis-server).
+@Suite("Store conformance", .timeLimit(.minutes(2)))
+struct StoreConformanceTests {
+    @Test(arguments: StoreBackend.allCases)
+    func registerStoresTheRecordWithCounterZero(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let key = Fixtures.newKey(userId: "user-\(UInt32.random(in: 0...UInt32.max))")
+            #expect(try await Fixtures.register(key, in: h.store) == .registered(userKeyCount: 1))
+            let loaded = try await h.store.loadKey(keyId: key.keyId).get()
+            #expect(
+                loaded
+                    == StoredKey(
+                        publicKey: key.publicKey, appId: key.appId, environment: .production, bundleVersion: "1.2.3",
+                        launchCategory: [0x01, 0x02]))
+            let record = try #require(try await h.store.keyRecord(keyId: key.keyId).get())
+            #expect(record.counter == 0)
+            #expect(record.revoked == false)
+            #expect(record.userId == key.userId)
+            #expect(record.createdAt == key.createdAt)
+            #expect(record.publicKey == key.publicKey)
+            #expect(record.appId == key.appId)
+            #expect(record.environment == .production)
+            #expect(record.riskMetric == nil)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func userKeyCountCountsEveryKeyOfTheUser(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let user = "u-\(UInt32.random(in: 0...UInt32.max)) with spaces/é"
+            let first = Fixtures.newKey(userId: user)
+            let second = Fixtures.newKey(userId: user)
+            let anonymous = Fixtures.newKey(userId: nil)
+            let emptyUser = Fixtures.newKey(userId: "")
+            #expect(try await Fixtures.register(first, in: h.store) == .registered(userKeyCount: 1))
+            #expect(try await Fixtures.register(second, in: h.store) == .registered(userKeyCount: 2))
+            #expect(try await Fixtures.register(anonymous, in: h.store) == .registered(userKeyCount: 0))
+            #expect(try await Fixtures.register(emptyUser, in: h.store) == .registered(userKeyCount: 0))
+            #expect(try await h.store.keyRecord(keyId: emptyUser.keyId).get()?.userId == nil)
+            // Revoked keys still count.
+            _ = try await h.store.revokeKey(keyId: second.keyId).get()
+            let result = try await h.store.commitAssertion(keyId: first.keyId, counter: 1, challenge: nil).get()
+            #expect(result == CommitResult(
+                rejection: nil,
+                state: KeyState(revoked: false, userId: user, userKeyCount: 2, riskMetric: nil, riskMetricAt: nil)))
+            let anon = try await h.store.commitAssertion(keyId: anonymous.keyId, counter: 1, challenge: nil).get()
+            #expect(anon.state == KeyState(revoked: false, userId: nil, userKeyCount: 0, riskMetric: nil, riskMetricAt: nil))
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func keyExistsKeepsTheChallenge(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let key = Fixtures.newKey()
+            _ = try await Fixtures.register(key, in: h.store)
+            let c = try await Fixtures.assertChallenge(key.keyId, in: h.store, purpose: .attest)
+            var again = Fixtures.newKey()
+            again.keyId = key.keyId
+            #expect(try await h.store.registerKey(again, attestChallenge: c).get() == .rejected(.keyExists))
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: c))
+            // The original record is untouched.
+            #expect(try await h.store.loadKey(keyId: key.keyId).get()?.publicKey == key.publicKey)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func registerRefusesUnknownWrongPurposeAndCrossKeyChallenges(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let key = Fixtures.newKey()
+            // Never issued.
+            #expect(
+                try await h.store.registerKey(key, attestChallenge: StoreChallenge.generate()).get()
+                    == .rejected(.unknownChallenge))
+            // Not even the challenge form.
+            #expect(try await h.store.registerKey(key, attestChallenge: "x").get() == .rejected(.unknownChallenge))
+            // Purpose assert: refused and not consumed.
+            let assertC = try await Fixtures.assertChallenge(key.keyId, in: h.store, purpose: .assert)
+            #expect(try await h.store.registerKey(key, attestChallenge: assertC).get() == .rejected(.unknownChallenge))
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: assertC))
+            // Issued for another key: refused and not consumed.
+            let other = Fixtures.newKey()
+            let otherC = try await Fixtures.assertChallenge(other.keyId, in: h.store, purpose: .attest)
+            #expect(try await h.store.registerKey(key, attestChallenge: otherC).get() == .rejected(.unknownChallenge))
+            #expect(try await h.challengeExists(keyId: other.keyId, challenge: otherC))
+            #expect(try await h.store.loadKey(keyId: key.keyId).get() == nil)
+            // The right one works once and is consumed.
+            let c = try await Fixtures.assertChallenge(key.keyId, in: h.store, purpose: .attest)
+            #expect(try await h.store.registerKey(key, attestChallenge: c).get() == .registered(userKeyCount: 0))
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: c) == false)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func counterMustStrictlyIncrease(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            #expect(try await s.commitAssertion(keyId: Fixtures.randomBytes(32), counter: 1, challenge: nil).get()
+                == CommitResult(rejection: .unknownKey, state: nil))
+            let key = Fixtures.newKey()
+            _ = try await Fixtures.register(key, in: s)
+            let steps: [(UInt32, ReasonToken?)] = [
+                (0, .counterReplay), (1, nil), (1, .counterReplay), (5, nil), (3, .counterReplay), (5, .counterReplay),
+                (UInt32.max, nil), (UInt32.max, .counterReplay),
+            ]
+            for (counter, expected) in steps {
+                let r = try await s.commitAssertion(keyId: key.keyId, counter: counter, challenge: nil).get()
+                #expect(r.rejection == expected, "counter \(counter)")
+                #expect(r.state?.revoked == false)
+            }
+            #expect(try await s.keyRecord(keyId: key.keyId).get()?.counter == UInt32.max)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func assertionChallengeRules(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            let key = Fixtures.newKey()
+            let other = Fixtures.newKey()
+            _ = try await Fixtures.register(key, in: s)
+            _ = try await Fixtures.register(other, in: s)
+
+            // Accepted and consumed.
+            let c1 = try await Fixtures.assertChallenge(key.keyId, in: s)
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 1, challenge: c1).get().isAccepted)
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 2, challenge: c1).get().rejection
+                == .unknownChallenge)
+
+            // Wrong purpose: refused, kept, counter untouched.
+            let attestC = try await Fixtures.assertChallenge(key.keyId, in: s, purpose: .attest)
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 10, challenge: attestC).get().rejection
+                == .unknownChallenge)
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: attestC))
+
+            // Another key's challenge: refused, kept.
+            let otherC = try await Fixtures.assertChallenge(other.keyId, in: s)
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 10, challenge: otherC).get().rejection
+                == .unknownChallenge)
+            #expect(try await h.challengeExists(keyId: other.keyId, challenge: otherC))
+
+            // Malformed challenge text.
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 10, challenge: "../../*").get().rejection
+                == .unknownChallenge)
+            #expect(try await s.keyRecord(keyId: key.keyId).get()?.counter == 1)
+
+            // Consumed even when the counter check then fails.
+            let c2 = try await Fixtures.assertChallenge(key.keyId, in: s)
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 1, challenge: c2).get().rejection
+                == .counterReplay)
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: c2) == false)
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 3, challenge: c2).get().rejection
+                == .unknownChallenge)
+
+            // The other key's challenge still works for its own key.
+            #expect(try await s.commitAssertion(keyId: other.keyId, counter: 1, challenge: otherC).get().isAccepted)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func revokedKeyIsRefusedAndKeepsItsChallenge(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            #expect(try await s.revokeKey(keyId: Fixtures.randomBytes(32)).get() == nil)
+            let key = Fixtures.newKey(userId: "revoked-user")
+            _ = try await Fixtures.register(key, in: s)
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 4, challenge: nil).get().isAccepted)
+            let record = try #require(try await s.revokeKey(keyId: key.keyId).get())
+            #expect(record.revoked)
+            #expect(record.counter == 4)
+            #expect(record.userId == "revoked-user")
+            let c = try await Fixtures.assertChallenge(key.keyId, in: s)
+            let r = try await s.commitAssertion(keyId: key.keyId, counter: 9, challenge: c).get()
+            #expect(r.rejection == .revokedKey)
+            #expect(r.state?.revoked == true)
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: c))
+            #expect(try await s.keyRecord(keyId: key.keyId).get()?.counter == 4)
+            // Revoking twice is harmless.
+            #expect(try await s.revokeKey(keyId: key.keyId).get()?.revoked == true)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func receiptAndRiskMetricComeBackWithCommits(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            #expect(try await s.storeReceipt(keyId: Fixtures.randomBytes(32), receipt: [1], riskMetric: 3, at: 5).get()
+                == false)
+            let key = Fixtures.newKey()
+            _ = try await Fixtures.register(key, in: s)
+            #expect(try await s.storeReceipt(keyId: key.keyId, receipt: [1, 2, 3], riskMetric: 7, at: 1_763_700_100).get())
+            let r = try await s.commitAssertion(keyId: key.keyId, counter: 1, challenge: nil).get()
+            #expect(r.state?.riskMetric == 7)
+            #expect(r.state?.riskMetricAt == 1_763_700_100)
+            let record = try #require(try await s.keyRecord(keyId: key.keyId).get())
+            #expect(record.riskMetric == 7)
+            #expect(record.riskMetricAt == 1_763_700_100)
+            // A receipt without a metric keeps the last metric.
+            #expect(try await s.storeReceipt(keyId: key.keyId, receipt: [4], riskMetric: nil, at: 1_763_800_000).get())
+            #expect(try await s.keyRecord(keyId: key.keyId).get()?.riskMetricAt == 1_763_700_100)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func pingAndUnknownLookups(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            try await h.store.ping().get()
+            #expect(try await h.store.loadKey(keyId: Fixtures.randomBytes(32)).get() == nil)
+            #expect(try await h.store.keyRecord(keyId: Fixtures.randomBytes(32)).get() == nil)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func keyIdsMustBe32Bytes(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            await #expect(throws: StoreError.invalidArgument("keyId must be 32 bytes")) {
+                try await h.store.commitAssertion(keyId: [1, 2, 3], counter: 1, challenge: nil).get()
+            }
+            await #expect(throws: StoreError.self) {
+                try await h.store.issueChallenge(keyId: Fixtures.randomBytes(31), purpose: .assert,
+                    challenge: StoreChallenge.generate(), ttl: .seconds(1)).get()
+            }
+            await #expect(throws: StoreError.self) {
+                try await h.store.issueChallenge(keyId: Fixtures.randomBytes(32), purpose: .assert,
+                    challenge: "short", ttl: .seconds(1)).get()
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func challengesExpireAfterTheirTTL(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            let key = Fixtures.newKey()
+            let ttl = TimeAmount.seconds(1)
+            let attestC = StoreChallenge.generate()
+            try await s.issueChallenge(keyId: key.keyId, purpose: .attest, challenge: attestC, ttl: ttl).get()
+            // Still there before the TTL passes (the manual clock has not moved; Redis: 1 s is ample).
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: attestC))
+            try await h.letExpire(keyId: key.keyId, challenge: attestC, ttl: ttl)
+            #expect(try await s.registerKey(key, attestChallenge: attestC).get() == .rejected(.unknownChallenge))
+
+            _ = try await Fixtures.register(key, in: s)
+            let assertC = StoreChallenge.generate()
+            try await s.issueChallenge(keyId: key.keyId, purpose: .assert, challenge: assertC, ttl: ttl).get()
+            try await h.letExpire(keyId: key.keyId, challenge: assertC, ttl: ttl)
+            #expect(try await s.commitAssertion(keyId: key.keyId, counter: 1, challenge: assertC).get().rejection
+                == .unknownChallenge)
+            #expect(try await s.keyRecord(keyId: key.keyId).get()?.counter == 0)
+        }
+    }
+
+    @Test func memoryStoreHonoursTTLToTheTick() async throws {
+        try await withStore(.memory) { h in
+            let key = Fixtures.newKey()
+            let c = StoreChallenge.generate()
+            try await h.store.issueChallenge(keyId: key.keyId, purpose: .attest, challenge: c, ttl: .seconds(120)).get()
+            h.clock?.advance(by: .seconds(119))
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: c))
+            h.clock?.advance(by: .seconds(1))
+            #expect(try await h.challengeExists(keyId: key.keyId, challenge: c) == false)
+        }
+    }
+
+    // MARK: races
+
+    @Test(arguments: StoreBackend.allCases)
+    func concurrentCommitsNeverAcceptACounterTwice(_ backend: StoreBackend) async throws {
+        try await withStore(backend, loops: 4, connections: 2) { h in
+            let key = Fixtures.newKey()
+            _ = try await Fixtures.register(key, in: h.store)
+            let stores = h.stores
+            // 1,000 commits, counters 1...250 each sent 4 times, shuffled, spread over loops.
+            var counters: [UInt32] = []
+            for c in 1...250 { counters += [UInt32(c), UInt32(c), UInt32(c), UInt32(c)] }
+            counters.shuffle()
+            var futures: [EventLoopFuture<CommitResult>] = []
+            for (i, counter) in counters.enumerated() {
+                let store = stores[i % stores.count]
+                futures.append(
+                    store.eventLoop.flatSubmit {
+                        store.commitAssertion(keyId: key.keyId, counter: counter, challenge: nil)
+                    })
+            }
+            var accepted: [UInt32] = []
+            for (counter, f) in zip(counters, futures) {
+                let r = try await f.get()
+                if r.isAccepted {
+                    accepted.append(counter)
+                } else {
+                    #expect(r.rejection == .counterReplay)
+                }
+            }
+            #expect(Set(accepted).count == accepted.count, "a counter value was accepted twice")
+            #expect(accepted.contains(250))
+            #expect(try await h.store.keyRecord(keyId: key.keyId).get()?.counter == 250)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aChallengeSpentConcurrentlyIsAcceptedOnce(_ backend: StoreBackend) async throws {
+        try await withStore(backend, loops: 4, connections: 2) { h in
+            let key = Fixtures.newKey()
+            _ = try await Fixtures.register(key, in: h.store)
+            let c = try await Fixtures.assertChallenge(key.keyId, in: h.store)
+            let stores = h.stores
+            var futures: [EventLoopFuture<CommitResult>] = []
+            for i in 0..<50 {
+                let store = stores[i % stores.count]
+                futures.append(
+                    store.eventLoop.flatSubmit {
+                        store.commitAssertion(keyId: key.keyId, counter: UInt32(i + 1), challenge: c)
+                    })
+            }
+            var acceptedCount = 0
+            for f in futures {
+                let r = try await f.get()
+                if r.isAccepted { acceptedCount += 1 } else { #expect(r.rejection == .unknownChallenge) }
+            }
+            #expect(acceptedCount == 1)
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Verifier
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import AssertGateCore
+
+/// The two implementations the conformance suite runs against.
+enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertible {
+    case memory
+    case redis
+    var description: String { rawValue }
+}
+
+/// A monotonic clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let now = NIOLockedValueBox(NIODeadline.uptimeNanoseconds(1_000_000_000))
+    func read() -> NIODeadline { now.withLockedValue { $0 } }
+    func advance(by amount: TimeAmount) { now.withLockedValue { $0 = $0 + amount } }
+}
+
+/// One store backend on `loops` event loops, with what the tests need to
+/// look behind the API (challenge presence, letting TTLs pass).
+struct StoreHarness {
+    let backend: StoreBackend
+    let group: MultiThreadedEventLoopGroup
+    let provider: any StoreProvider
+    let clock: ManualClock?
+    let server: RedisServerFixture?
+
+    /// The store of the first loop.
+    var store: any Store { provider.store(for: group.next()) }
+
+    /// One store per loop.
+    var stores: [any Store] { group.makeIterator().map { provider.store(for: $0) } }
+
+    func challengeExists(keyId: [UInt8], challenge: String) async throws -> Bool {
+        switch backend {
+        case .memory:
+            guard let m = provider as? MemoryStore else { throw HarnessError.wrongProvider }
+            return m.hasChallenge(keyId: keyId, challenge: challenge)
+        case .redis:
+            guard let s = store as? RedisStore else { throw HarnessError.wrongProvider }
+            let k = Base64.encodeURL(keyId)
+            let reply = try await s.client.send("EXISTS", .string("ag:{\(k)}:ch:\(challenge)")).get()
+            return reply == .integer(1)
+        }
+    }
+
+    /// Makes `ttl` pass for a challenge issued with it: the manual clock
+    /// moves, or Redis is polled (deadline ttl + 15 s) until it expired the key.
+    func letExpire(keyId: [UInt8], challenge: String, ttl: TimeAmount) async throws {
+        switch backend {
+        case .memory:
+            clock?.advance(by: ttl + .milliseconds(1))
+        case .redis:
+            // Generous: the host is shared and slow at times.
+            let deadline = NIODeadline.now() + ttl + .seconds(15)
+            while try await challengeExists(keyId: keyId, challenge: challenge) {
+                guard NIODeadline.now() < deadline else { throw HarnessError.ttlNotHonoured }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    enum HarnessError: Error {
+        case wrongProvider
+        case ttlNotHonoured
+    }
+}
+
+/// Builds the backend, runs `body`, and tears everything down (server included) even on failure.
+func withStore(
+    _ backend: StoreBackend, loops: Int = 1, connections: Int = 1,
+    commandTimeout: TimeAmount = .seconds(2),
+    _ body: (StoreHarness) async throws -> Void
+) async throws {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
+    var server: RedisServerFixture?
+    let harness: StoreHarness
+    do {
+        switch backend {
+        case .memory:
+            let clock = ManualClock()
+            let store = MemoryStore(eventLoop: group.next(), clock: { clock.read() })
+            harness = StoreHarness(backend: backend, group: group, provider: store, clock: clock, server: nil)
+        case .redis:
+            let s = try RedisServerFixture()
+            server = s
+            let config = RedisClientConfiguration(
+                url: try RedisURL(parsing: s.url), connectTimeout: .seconds(2), commandTimeout: commandTimeout,
+                connections: connections)
+            let provider = RedisStoreGroup(configuration: config, group: group)
+            harness = StoreHarness(backend: backend, group: group, provider: provider, clock: nil, server: s)
+        }
+    } catch {
+        server?.stop()
+        try? await group.shutdownGracefully()
+        throw error
+    }
+    var failure: Error?
+    do {
+        try await body(harness)
+    } catch {
+        failure = error
+    }
+    try? await harness.provider.shutdown().get()
+    try? await group.shutdownGracefully()
+    server?.stop()
+    if let failure { throw failure }
+}
+
+enum Fixtures {
+    static func randomBytes(_ n: Int) -> [UInt8] {
+        (0..<n).map { _ in UInt8.random(in: 0...255) }
+    }
+
+    static func newKey(userId: String? = nil, createdAt: Int64 = 1_763_700_000) -> NewKeyRecord {
+        NewKeyRecord(
+            keyId: randomBytes(32), publicKey: [0x04] + randomBytes(64), appId: "TEAMID1234.com.example.app",
+            environment: .production, userId: userId, createdAt: createdAt, receipt: randomBytes(100),
+            bundleVersion: "1.2.3", launchCategory: [0x01, 0x02])
+    }
+
+    /// Issues an attest challenge and registers `key` with it.
+    static func register(_ key: NewKeyRecord, in store: any Store) async throws -> RegisterResult {
+        let c = StoreChallenge.generate()
+        try await store.issueChallenge(keyId: key.keyId, purpose: .attest, challenge: c, ttl: .seconds(60)).get()
+        return try await store.registerKey(key, attestChallenge: c).get()
+    }
+
+    static func assertChallenge(_ keyId: [UInt8], in store: any Store, purpose: ChallengePurpose = .assert) async throws
+        -> String
+    {
+        let c = StoreChallenge.generate()
+        try await store.issueChallenge(keyId: keyId, purpose: purpose, challenge: c, ttl: .seconds(60)).get()
+        return c
+    }
+}
