@@ -81,8 +81,23 @@ final class RedisServerFixture: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for a in cArgs { free(a) } }
+        // The child must not inherit this process's blocked signals (test
+        // runners and Dispatch block some): else SIGTERM stays pending and
+        // every stop waits for the SIGKILL fallback.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGTERM)
+        sigaddset(&defaults, SIGINT)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let rc = posix_spawn(&child, Self.serverPath, &actions, nil, &cArgs, environ)
+        let rc = posix_spawn(&child, Self.serverPath, &actions, &attributes, &cArgs, environ)
         guard rc == 0 else { throw FixtureError.spawnFailed(rc) }
         pid = child
         let deadline = Date().addingTimeInterval(10)
