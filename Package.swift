@@ -84,10 +84,16 @@ let package = Package(
             dependencies: ["Verifier", "DeviceSim", "COpenSSL", .product(name: "Yams", package: "Yams")],
             swiftSettings: strict),
         .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),
+        // Fixtures shared by the test targets (a private redis-server per test).
+        .target(
+            name: "AssertGateTestSupport",
+            dependencies: ["AssertGateCore"],
+            path: "Tests/TestSupport",
+            swiftSettings: strict),
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
-                "AssertGateCore", "COpenSSL", "CNGHTTP2",
+                "AssertGateCore", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -97,7 +103,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "AssertGateCore",
+                "AssertGateCore", "AssertGateTestSupport", "DeviceSim", "Verifier",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import AssertGateTestSupport
 import NIOCore
 import NIOPosix
 import Testing

@@ -1,3 +1,4 @@
+import AssertGateTestSupport
 import Verifier
 import NIOConcurrencyHelpers
 import NIOCore

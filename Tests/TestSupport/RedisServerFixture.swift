@@ -13,14 +13,14 @@ import Darwin
 /// SIGKILL after 5 s). Readiness is a PING answered on the port, polled with
 /// a deadline (it is an external process). `command` talks RESP over a plain
 /// blocking socket, independent of the client under test.
-final class RedisServerFixture: @unchecked Sendable {
-    enum FixtureError: Error, CustomStringConvertible {
+public final class RedisServerFixture: @unchecked Sendable {
+    public enum FixtureError: Error, CustomStringConvertible {
         case binaryMissing(String)
         case spawnFailed(Int32)
         case notReady(Int)
         case noFreePort
         case commandFailed(String)
-        var description: String {
+        public var description: String {
             switch self {
             case .binaryMissing(let p): return "\(p) not found: install redis-server (apt-get install redis-server)"
             case .spawnFailed(let e): return "posix_spawn redis-server failed: errno \(e)"
@@ -31,13 +31,13 @@ final class RedisServerFixture: @unchecked Sendable {
         }
     }
 
-    static let serverPath = ProcessInfo.processInfo.environment["REDIS_SERVER"] ?? "/usr/bin/redis-server"
+    public static let serverPath = ProcessInfo.processInfo.environment["REDIS_SERVER"] ?? "/usr/bin/redis-server"
 
-    private(set) var port: Int
-    let extraArguments: [String]
+    public private(set) var port: Int
+    public let extraArguments: [String]
     private var pid: pid_t?
 
-    init(port: Int? = nil, extraArguments: [String] = []) throws {
+    public init(port: Int? = nil, extraArguments: [String] = []) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.serverPath) else {
             throw FixtureError.binaryMissing(Self.serverPath)
         }
@@ -66,9 +66,9 @@ final class RedisServerFixture: @unchecked Sendable {
         stop()
     }
 
-    var url: String { "redis://127.0.0.1:\(port)/0" }
+    public var url: String { "redis://127.0.0.1:\(port)/0" }
 
-    func start() throws {
+    public func start() throws {
         guard pid == nil else { return }
         let args = [
             Self.serverPath, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -114,7 +114,7 @@ final class RedisServerFixture: @unchecked Sendable {
         throw FixtureError.notReady(port)
     }
 
-    func stop() {
+    public func stop() {
         guard let child = pid else { return }
         pid = nil
         kill(child, SIGCONT)
@@ -128,23 +128,23 @@ final class RedisServerFixture: @unchecked Sendable {
         waitpid(child, &status, 0)
     }
 
-    func restart() throws {
+    public func restart() throws {
         stop()
         try start()
     }
 
     /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
-    func pause() {
+    public func pause() {
         if let pid { kill(pid, SIGSTOP) }
     }
 
-    func resume() {
+    public func resume() {
         if let pid { kill(pid, SIGCONT) }
     }
 
     /// Sends one command (after AUTH `password` if given) and returns the reply.
     @discardableResult
-    func run(_ args: [String], password: String? = nil, database: Int = 0) throws -> RESPValue {
+    public func run(_ args: [String], password: String? = nil, database: Int = 0) throws -> RESPValue {
         let fd = try Self.connected(port: port, timeoutMicros: 2_000_000)
         defer { close(fd) }
         var commands: [RESPCommand] = []
@@ -171,11 +171,11 @@ final class RedisServerFixture: @unchecked Sendable {
 
     /// `run` as text (bulk or status reply).
     @discardableResult
-    func text(_ args: String...) throws -> String {
+    public func text(_ args: String...) throws -> String {
         try run(args).string ?? ""
     }
 
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw FixtureError.noFreePort }
         defer { close(fd) }
@@ -216,7 +216,7 @@ final class RedisServerFixture: @unchecked Sendable {
 
     /// One PING with a 200 ms receive timeout; any reply means the server is up
     /// (with requirepass it answers -NOAUTH).
-    static func pingAnswered(port: Int) -> Bool {
+    public static func pingAnswered(port: Int) -> Bool {
         guard let fd = try? connected(port: port, timeoutMicros: 200_000) else { return false }
         defer { close(fd) }
         let ping = Array("PING\r\n".utf8)
