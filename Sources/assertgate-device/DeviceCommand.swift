@@ -1,10 +1,9 @@
 import ArgumentParser
-import DeviceSim
 
 @main
 struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "assertgate-device",
         abstract: "Plays an App Attest app against a running AssertGate.",
-        subcommands: [])
+        subcommands: [AttestCommand.self, RequestCommand.self, LoadCommand.self])
 }
