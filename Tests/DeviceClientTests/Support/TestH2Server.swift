@@ -3,6 +3,8 @@ import Foundation
 /// Runs `h2_test_server.py` (python3-h2) on a free loopback port.
 final class TestH2Server {
     let process = Process()
+    /// Held open for the server's life: EOF on its stdin makes it exit.
+    private let stdin = Pipe()
     let port: Int
 
     enum StartError: Error, CustomStringConvertible {
@@ -24,6 +26,7 @@ final class TestH2Server {
         process.arguments = [script] + arguments
         let out = Pipe()
         process.standardOutput = out
+        process.standardInput = stdin
         try process.run()
         // The server prints "PORT n" once it listens: wait for that line.
         var collected = Data()

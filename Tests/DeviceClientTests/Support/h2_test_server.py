@@ -15,6 +15,8 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
+import threading
 import sys
 from urllib.parse import urlsplit, parse_qs
 
@@ -172,6 +174,8 @@ async def main():
     server = await loop.create_server(lambda: Conn(args), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     print(f"PORT {port}", flush=True)
+    # Exit when the test process goes away (its end of our stdin closes).
+    threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()
     async with server:
         await server.serve_forever()
 
