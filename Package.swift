@@ -81,6 +81,7 @@ let package = Package(
             exclude: ["Support/h2_test_server.py"],
             swiftSettings: strict),
         .testTarget(name: "VerifierTests", dependencies: ["Verifier", "DeviceSim"], swiftSettings: strict),
+        .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),
         .testTarget(
             name: "AssertGateTests",
             dependencies: [

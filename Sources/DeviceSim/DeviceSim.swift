@@ -1,1 +1,0 @@
-// DeviceSim: a software App Attest device built on OpenSSL directly.
