@@ -37,9 +37,7 @@ struct HTTP2ClientTests {
     @Test func getAndPostWithBodies() async throws {
         let server = try TestH2Server()
         defer { server.stop() }
-        FileHandle.standardError.write("DBG server on \(server.port)\n".data(using: .utf8)!)
         let connection = try await HTTP2Connection.connect(host: "127.0.0.1", port: server.port, eventLoop: group.next()).get()
-        FileHandle.standardError.write("DBG connected\n".data(using: .utf8)!)
 
         let get = try await connection.execute(request("GET", "/a/b?q=1%202", port: server.port, headers: [("X-Custom", "v1")]))
         #expect(get.status == 200)
