@@ -13,6 +13,7 @@ those as last-stream-id and ignores the rest.
 """
 import argparse
 import asyncio
+import base64
 import hashlib
 import json
 import os
@@ -26,8 +27,77 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-STATS = {"connections": 0, "requests": 0, "maxConcurrent": 0, "goaways": 0}
+STATS = {"connections": 0, "requests": 0, "maxConcurrent": 0, "goaways": 0,
+         "attested": 0, "asserted": 0, "unasserted": 0, "maxInFlightPerKey": 0}
 GOAWAY_DONE = False
+PREFIX = "/assertgate/v1"
+CHALLENGES = {}   # challenge -> keyId bytes
+KEYS = {}         # keyId bytes -> last counter
+IN_FLIGHT = {}    # keyId bytes -> requests of that key being held
+
+
+def b64decode(text):
+    t = text.replace("-", "+").replace("_", "/")
+    return base64.b64decode(t + "=" * (-len(t) % 4))
+
+
+def sha256(data):
+    return hashlib.sha256(data).digest()
+
+
+def problem(status, reason):
+    return status, json.dumps({"status": status, "reason": reason}).encode()
+
+
+def fake_gateway(method, path, headers, body):
+    """The AssertGate routes, with a fake device: an attestation is just
+    H(attestClientData); an assertion is counter (4 bytes BE) + H(assertClientData).
+    Rebuilds both clientData strings independently of the Swift code."""
+    if path == PREFIX + "/challenge":
+        req = json.loads(body)
+        challenge = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+        CHALLENGES[challenge] = (b64decode(req["keyId"]), req["purpose"])
+        return 200, json.dumps({"challenge": challenge, "expiresIn": 120}).encode()
+    if path == PREFIX + "/attest":
+        req = json.loads(body)
+        key = b64decode(req["keyId"])
+        if CHALLENGES.pop(req["challenge"], None) != (key, "attest"):
+            return problem(403, "unknown-challenge")
+        client_data = "assertgate-attest-v1\n%s\n%s" % (req["challenge"], req.get("userId") or "")
+        if b64decode(req["attestation"]) != sha256(client_data.encode()):
+            return problem(403, "nonce-mismatch")
+        if key in KEYS:
+            return problem(409, "key-exists")
+        KEYS[key] = 0
+        STATS["attested"] += 1
+        return 201, json.dumps({"keyId": req["keyId"], "trust": "attested"}).encode()
+    return None
+
+
+def check_assertion(method, path, headers, body):
+    """Returns (keyId, None) when valid, (None, (status, body)) when not, (None, None) without headers."""
+    key_text = headers.get("assertgate-key-id")
+    assertion_text = headers.get("assertgate-assertion")
+    if key_text is None and assertion_text is None:
+        STATS["unasserted"] += 1
+        return None, None
+    key = b64decode(key_text)
+    if key not in KEYS:
+        return None, problem(401, "unknown-key")
+    assertion = b64decode(assertion_text)
+    counter = int.from_bytes(assertion[:4], "big")
+    challenge = headers.get("assertgate-challenge", "")
+    if challenge:
+        if CHALLENGES.pop(challenge, None) != (key, "assert"):
+            return None, problem(403, "unknown-challenge")
+    client_data = "assertgate-assert-v1\n%s\n%s\n%s\n%s" % (method, path, challenge, hashlib.sha256(body).hexdigest())
+    if assertion[4:] != sha256(client_data.encode()):
+        return None, problem(403, "bad-signature")
+    if counter <= KEYS[key]:
+        return None, problem(403, "counter-replay")
+    KEYS[key] = counter
+    STATS["asserted"] += 1
+    return key, None
 
 
 class Conn(asyncio.Protocol):
@@ -91,6 +161,19 @@ class Conn(asyncio.Protocol):
         headers = dict(s["headers"])
         target = urlsplit(headers.get(":path", "/"))
         query = parse_qs(target.query)
+        method = headers.get(":method", "GET")
+        answer = fake_gateway(method, target.path, headers, bytes(s["body"]))
+        if answer is None:
+            key, failure = check_assertion(method, headers.get(":path", "/"), headers, bytes(s["body"]))
+            answer = failure
+            if key is not None:
+                IN_FLIGHT[key] = IN_FLIGHT.get(key, 0) + 1
+                STATS["maxInFlightPerKey"] = max(STATS["maxInFlightPerKey"], IN_FLIGHT[key])
+                s["key"] = key
+        if answer is not None:
+            s["answer"] = answer
+            self.respond(sid)
+            return
         if target.path == "/goaway-test" and not GOAWAY_DONE:
             self.held.append(sid)
             if len(self.held) >= self.args.goaway_after:
@@ -123,7 +206,12 @@ class Conn(asyncio.Protocol):
         headers = dict(s["headers"])
         target = urlsplit(headers.get(":path", "/"))
         query = parse_qs(target.query)
-        if target.path == "/stats":
+        status = query.get("status", ["200"])[0]
+        if "key" in s:
+            IN_FLIGHT[s["key"]] -= 1
+        if "answer" in s:
+            status, body = str(s["answer"][0]), s["answer"][1]
+        elif target.path == "/stats":
             body = json.dumps(STATS).encode()
         elif "size" in query:
             n = int(query["size"][0])
@@ -138,7 +226,6 @@ class Conn(asyncio.Protocol):
                 "bodySha256": hashlib.sha256(bytes(s["body"])).hexdigest(),
                 "openOnArrival": s["open"],
             }).encode()
-        status = query.get("status", ["200"])[0]
         self.conn.send_headers(sid, [(":status", status), ("content-type", "application/json"),
                                      ("content-length", str(len(body))), ("x-echo", "1")])
         self.pending[sid] = memoryview(body)
