@@ -59,10 +59,9 @@ struct RequestCommand: AsyncParsableCommand {
 
         let store = DeviceStateStore(directory: options.state)
         var request: HTTPClientRequest
-        var state: DeviceState?
 
         if replay {
-            var saved = try store.load()
+            let saved = try store.load()
             guard let last = saved.lastRequest else {
                 throw ValidationError("no previous request in \(options.state) to replay")
             }
@@ -70,8 +69,6 @@ struct RequestCommand: AsyncParsableCommand {
                 method: last.method, path: last.path, authority: url.authority,
                 headers: last.headers.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil },
                 body: Base64Text.decode(last.body) ?? [])
-            saved.lastRequest = last
-            state = saved
         } else {
             let bodyBytes: [UInt8]
             if let bodyFile {
@@ -106,11 +103,8 @@ struct RequestCommand: AsyncParsableCommand {
                     body: Base64Text.standard(bodyBytes))
                 // Persist before sending: a counter once used must never be reused.
                 try store.save(saved)
-                state = saved
             }
         }
-        _ = state
-
         let response = try await requester.send(request)
         print("HTTP \(response.status)")
         for (name, value) in response.headers { print("\(name): \(value)") }
