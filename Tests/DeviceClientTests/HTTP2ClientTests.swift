@@ -146,6 +146,31 @@ struct HTTP2ClientTests {
         try await client.shutdown().get()
     }
 
+    @Test func streamResetAndOversizedResponsesFailOnlyTheirStream() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var configuration = HTTP2ClientConfiguration()
+        configuration.maxResponseBodyBytes = 1000
+        let connection = try await HTTP2Connection.connect(
+            host: "127.0.0.1", port: server.port, eventLoop: group.next(), configuration: configuration).get()
+        do {
+            _ = try await connection.execute(request("GET", "/r?reset=2", port: server.port))
+            Issue.record("a reset stream produced a response")
+        } catch let error as HTTP2ClientError {
+            #expect(error == .streamReset(errorCode: 2))
+            #expect(!error.isRetryable)
+        }
+        do {
+            _ = try await connection.execute(request("GET", "/big?size=5000", port: server.port))
+            Issue.record("an oversized body was accepted")
+        } catch let error as HTTP2ClientError {
+            #expect(error == .responseTooLarge("body over 1000 bytes"))
+        }
+        // The connection itself is still fine.
+        #expect(try await connection.execute(request("GET", "/ok", port: server.port)).status == 200)
+        try await connection.close().get()
+    }
+
     @Test func connectFailsClearlyWhenNothingListens() async throws {
         // A port bound but not listening: connecting is refused, and nobody
         // else can take the port while the test runs.

@@ -17,12 +17,14 @@ public enum HTTP2ClientError: Error, Equatable, CustomStringConvertible {
     case handshakeTimeout
     /// All client stream ids are used; open a new connection.
     case streamIdsExhausted
+    /// The response's headers or body went past the configured limits.
+    case responseTooLarge(String)
 
     /// True when the server certainly did not act on the request.
     public var isRetryable: Bool {
         switch self {
         case .goaway, .refusedStream, .closedBeforeSend, .streamIdsExhausted: true
-        case .connectionLost, .streamReset, .session, .handshakeTimeout: false
+        case .connectionLost, .streamReset, .session, .handshakeTimeout, .responseTooLarge: false
         }
     }
 
@@ -37,6 +39,7 @@ public enum HTTP2ClientError: Error, Equatable, CustomStringConvertible {
         case .session(let code, let message): "nghttp2 error \(code): \(message)"
         case .handshakeTimeout: "no HTTP/2 SETTINGS from the server in time"
         case .streamIdsExhausted: "stream ids exhausted on this connection"
+        case .responseTooLarge(let what): "response too large: \(what)"
         }
     }
 }

@@ -11,6 +11,8 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var handshakeTimeout: TimeAmount = .seconds(10)
     /// Bodies larger than this fail the request instead of growing without end.
     public var maxResponseBodyBytes: Int = 64 << 20
+    /// Limit on the response header block (names + values, all HEADERS frames).
+    public var maxResponseHeaderBytes: Int = 256 << 10
 
     public init() {}
 }
@@ -32,7 +34,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
         var status: Int?
         var headers: [(name: String, value: String)] = []
         var responseBody: [UInt8] = []
-        var responseTooLarge = false
+        var responseTooLarge: String?
+        var headerBytes = 0
 
         init(promise: EventLoopPromise<HTTPClientResponse>, body: [UInt8]) {
             self.promise = promise
@@ -375,7 +378,13 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 
     func sessionDidReceiveHeader(streamId: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        guard let stream = streams[streamId] else { return }
+        guard let stream = streams[streamId], stream.responseTooLarge == nil else { return }
+        stream.headerBytes += name.count + value.count
+        if stream.headerBytes > configuration.maxResponseHeaderBytes {
+            stream.responseTooLarge = "headers over \(configuration.maxResponseHeaderBytes) bytes"
+            stream.headers = []
+            return
+        }
         let n = String(decoding: name, as: UTF8.self)
         let v = String(decoding: value, as: UTF8.self)
         if n == ":status" {
@@ -386,9 +395,9 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 
     func sessionDidReceiveData(streamId: Int32, data: UnsafeRawBufferPointer) {
-        guard let stream = streams[streamId], !stream.responseTooLarge else { return }
+        guard let stream = streams[streamId], stream.responseTooLarge == nil else { return }
         if stream.responseBody.count + data.count > configuration.maxResponseBodyBytes {
-            stream.responseTooLarge = true
+            stream.responseTooLarge = "body over \(configuration.maxResponseBodyBytes) bytes"
             stream.responseBody = []
             return
         }
@@ -398,10 +407,10 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     func sessionDidCloseStream(streamId: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamId) else { return }
         let result: Result<HTTPClientResponse, HTTP2ClientError>
-        if errorCode == NGHTTP2_NO_ERROR.rawValue, let status = stream.status, status >= 200 {
-            result = stream.responseTooLarge
-                ? .failure(.session(code: 0, message: "response body larger than \(configuration.maxResponseBodyBytes) bytes"))
-                : .success(HTTPClientResponse(status: status, headers: stream.headers, body: stream.responseBody))
+        if let tooLarge = stream.responseTooLarge {
+            result = .failure(.responseTooLarge(tooLarge))
+        } else if errorCode == NGHTTP2_NO_ERROR.rawValue, let status = stream.status, status >= 200 {
+            result = .success(HTTPClientResponse(status: status, headers: stream.headers, body: stream.responseBody))
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
             if let goaway, streamId > goaway.lastStreamId {
                 result = .failure(.goaway(lastStreamId: goaway.lastStreamId, errorCode: goaway.errorCode))

@@ -197,6 +197,11 @@ class Conn(asyncio.Protocol):
                 self.conn.close_connection(error_code=0, last_stream_id=answered[-1])
                 self.flush()
             return
+        if "reset" in query:
+            self.streams.pop(sid)
+            self.open -= 1
+            self.conn.reset_stream(sid, error_code=int(query["reset"][0]))
+            return
         delay = int(query.get("delay", ["0"])[0])
         if delay > 0:
             asyncio.get_running_loop().call_later(delay / 1000.0, self.respond_later, sid)
