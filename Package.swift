@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(
             name: "DeviceClientTests",
             dependencies: ["DeviceClient", .product(name: "NIOPosix", package: "swift-nio")],
-            exclude: ["Support/h2_test_server.py"],
+            exclude: ["Support/h2_test_server.py", "Support/h1_test_server.py"],
             swiftSettings: strict),
         .testTarget(name: "VerifierTests", dependencies: ["Verifier", "DeviceSim"], swiftSettings: strict),
         .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),

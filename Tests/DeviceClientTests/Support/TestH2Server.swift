@@ -1,6 +1,6 @@
 import Foundation
 
-/// Runs `h2_test_server.py` (python3-h2) on a free loopback port.
+/// Runs `h2_test_server.py` (python3-h2), or another script of Support/, on a free loopback port.
 final class TestH2Server {
     let process = Process()
     /// Held open for the server's life: EOF on its stdin makes it exit.
@@ -18,9 +18,9 @@ final class TestH2Server {
         }
     }
 
-    init(arguments: [String] = []) throws {
+    init(script name: String = "h2_test_server.py", arguments: [String] = []) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("h2_test_server.py").path
+            .appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { throw StartError.noPython }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [script] + arguments
