@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -62,10 +63,20 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict),
+        .target(
+            name: "DeviceClient",
+            dependencies: [
+                "CNGHTTP2", "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "assertgate-device",
             dependencies: [
-                "DeviceSim",
+                "DeviceSim", "DeviceClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -82,6 +93,11 @@ let package = Package(
         .testTarget(
             name: "VerifierTests",
             dependencies: ["Verifier", "DeviceSim", "COpenSSL", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "DeviceClientTests",
+            dependencies: ["DeviceClient", .product(name: "NIOPosix", package: "swift-nio")],
+            exclude: ["Support/h2_test_server.py", "Support/h1_test_server.py"],
             swiftSettings: strict),
         .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),
         // Fixtures shared by the test targets (a private redis-server per test).

@@ -1,0 +1,26 @@
+/// What `assertgate-device load` runs.
+public struct LoadOptions: Sendable {
+    public var target: GatewayURL
+    public var prefix = "/assertgate/v1"
+    public var method = "GET"
+    public var path = "/"
+    public var body: [UInt8] = []
+    public var connections = 1
+    /// Concurrent streams per connection; with assertions, one device key each.
+    public var streams = 1
+    /// Measured seconds (after the warm-up); used when `requests` is nil.
+    public var duration: Double = 10
+    /// Measured requests in total (after the warm-up), instead of a duration.
+    public var requests: Int?
+    public var warmup: Double = 0
+    /// Send no assertion headers (measures the same route in passthrough mode).
+    public var passthrough = false
+    /// Attestations in flight at once during setup.
+    public var attestConcurrency = 8
+    public var userId: String?
+    public var http2 = HTTP2ClientConfiguration()
+
+    public init(target: GatewayURL) {
+        self.target = target
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import DeviceClient
+import Foundation
+import NIOPosix
+
+struct LoadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "load",
+        abstract: "HTTP/2 load with a fresh assertion on every request; prints req/s and latency percentiles.",
+        discussion: """
+            Each of the C x S stream slots gets its own device key, attested once in a \
+            setup phase, so a key never has two requests in flight and its counters \
+            commit in order at the gateway.
+            """)
+
+    @OptionGroup var options: GatewayOptions
+
+    @Option(help: "Request target (path and query), signed as is.")
+    var path: String
+
+    @Option(help: "HTTP method.")
+    var method = "GET"
+
+    @Option(help: "Request body sent with every request.")
+    var body: String?
+
+    @Option(help: "HTTP/2 connections.")
+    var connections = 1
+
+    @Option(help: "Concurrent streams per connection.")
+    var streams = 8
+
+    @Option(help: "Measured seconds (default 10 when --requests is not given).")
+    var duration: Double?
+
+    @Option(help: "Measured requests in total, instead of --duration.")
+    var requests: Int?
+
+    @Option(help: "Seconds of warm-up whose requests are not measured.")
+    var warmup: Double = 0
+
+    @Flag(help: "Send no assertion headers (measure the route in passthrough mode).")
+    var passthrough = false
+
+    @Option(help: "Attestations in flight at once during setup.")
+    var attestConcurrency = 8
+
+    @Option(help: "User id for the attested keys.")
+    var userId: String?
+
+    @Flag(help: "Print the report as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard connections > 0, streams > 0 else { throw ValidationError("--connections and --streams must be > 0") }
+        if duration != nil && requests != nil { throw ValidationError("--duration and --requests exclude each other") }
+        if let requests, requests <= 0 { throw ValidationError("--requests must be > 0") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be > 0") }
+        guard warmup >= 0 else { throw ValidationError("--warmup must be >= 0") }
+    }
+
+    func run() async throws {
+        var load = LoadOptions(target: try options.gatewayURL())
+        load.prefix = options.prefix
+        load.method = method
+        load.path = path
+        load.body = Array((body ?? "").utf8)
+        load.connections = connections
+        load.streams = streams
+        load.duration = duration ?? 10
+        load.requests = requests
+        load.warmup = warmup
+        load.passthrough = passthrough
+        load.attestConcurrency = attestConcurrency
+        load.userId = userId
+        let factory: AppAttestDeviceFactory? = passthrough
+            ? nil
+            : try DeviceCAs.loadOrCreate(directory: options.caDirectory)
+                .factory(appId: options.appId, environment: options.environment)
+        let generator = LoadGenerator(
+            options: load, group: MultiThreadedEventLoopGroup.singleton, deviceFactory: factory)
+        let report = try await generator.run { message in
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(report.text)
+        }
+        if report.successes == 0 { throw ExitCode(1) }
+    }
+}

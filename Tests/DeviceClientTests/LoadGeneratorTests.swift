@@ -1,0 +1,133 @@
+import DeviceClient
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+private struct Stats: Decodable {
+    let attested: Int
+    let asserted: Int
+    let unasserted: Int
+    let maxInFlightPerKey: Int
+    let connections: Int
+}
+
+@Suite("gateway API and load generator against the fake gateway", .serialized)
+struct LoadGeneratorTests {
+    let group = MultiThreadedEventLoopGroup.singleton
+
+    private func stats(port: Int) async throws -> Stats {
+        let client = HTTP2Client(target: GatewayURL(host: "127.0.0.1", port: port), eventLoop: group.next())
+        defer { _ = client.shutdown() }
+        let response = try await client.execute(
+            HTTPClientRequest(method: "GET", path: "/stats", authority: "127.0.0.1:\(port)"))
+        return try JSONDecoder().decode(Stats.self, from: Data(response.body))
+    }
+
+    @Test func attestThenSignedRequestsAndReplay() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        let url = GatewayURL(host: "127.0.0.1", port: server.port)
+        let client = HTTP2Client(target: url, eventLoop: group.next())
+        defer { _ = client.shutdown() }
+        let api = GatewayAPI(requester: client, authority: url.authority)
+        let device = FakeDevice()
+
+        let attested = try await api.attest(device: device, userId: "alice")
+        #expect(attested.status == 201)
+
+        let body = Array(#"{"amount":5}"#.utf8)
+        var request = HTTPClientRequest(method: "POST", path: "/api/pay?x=1", authority: url.authority, body: body)
+        request.headers = try AssertionSigner().headers(
+            device: device, counter: 1, method: "POST", path: "/api/pay?x=1", challenge: nil, bodyHash: .body(body))
+        #expect(try await client.execute(request).status == 200)
+        // The same assertion again: the counter did not increase.
+        let replayed = try await client.execute(request)
+        #expect(replayed.status == 403)
+        #expect(replayed.bodyText.contains("counter-replay"))
+
+        // With an assert challenge.
+        let challenge = try await api.challenge(keyId: device.keyId, purpose: .assert)
+        #expect(challenge.count == 43)
+        var withChallenge = HTTPClientRequest(method: "GET", path: "/api/x", authority: url.authority)
+        withChallenge.headers = try AssertionSigner().headers(
+            device: device, counter: 2, method: "GET", path: "/api/x", challenge: challenge, bodyHash: .body([]))
+        #expect(try await client.execute(withChallenge).status == 200)
+
+        // A body that is not the signed one fails the (fake) signature check.
+        var tampered = request
+        tampered.body = Array(#"{"amount":500}"#.utf8)
+        tampered.headers = try AssertionSigner().headers(
+            device: device, counter: 3, method: "POST", path: "/api/pay?x=1", challenge: nil, bodyHash: .body(body))
+        #expect(try await client.execute(tampered).status == 403)
+    }
+
+    @Test func loadWithOneKeyPerStreamSlotNeverReplays() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.method = "POST"
+        options.path = "/api/load?delay=2"
+        options.body = Array("payload".utf8)
+        options.connections = 2
+        options.streams = 4
+        options.requests = 400
+        let report = try await LoadGenerator(options: options, group: group, deviceFactory: FakeDeviceFactory()).run()
+        #expect(report.keys == 8)
+        #expect(report.requests == 400)
+        #expect(report.successes == 400)
+        #expect(report.failures.isEmpty)
+        #expect(report.requestsPerSecond > 0)
+        #expect(report.latencyMs.p50 >= 2)  // the server holds each request 2 ms
+        #expect(report.latencyMs.p50 <= report.latencyMs.p99)
+        #expect(report.latencyMs.p99 <= report.latencyMs.max)
+        let s = try await stats(port: server.port)
+        #expect(s.attested == 8)
+        #expect(s.asserted == 400)
+        #expect(s.maxInFlightPerKey == 1)
+    }
+
+    @Test func passthroughSendsNoAssertionsAndWarmupIsNotCounted() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.path = "/open"
+        options.connections = 1
+        options.streams = 3
+        options.duration = 0.3
+        options.warmup = 0.2
+        options.passthrough = true
+        let report = try await LoadGenerator(options: options, group: group, deviceFactory: nil).run()
+        #expect(report.keys == 0)
+        #expect(report.requests > 0)
+        #expect(report.successes == report.requests)
+        #expect(report.elapsedSeconds >= 0.3)
+        let s = try await stats(port: server.port)
+        #expect(s.asserted == 0)
+        #expect(s.attested == 0)
+        // Warm-up requests reached the server but are not in the report.
+        #expect(s.unasserted > report.requests)
+    }
+
+    @Test func failuresAreCountedByStatusAndReason() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.path = "/x?status=503"
+        options.requests = 10
+        options.passthrough = true
+        let report = try await LoadGenerator(options: options, group: group, deviceFactory: nil).run()
+        #expect(report.successes == 0)
+        #expect(report.failures == ["503": 10])
+    }
+
+    @Test func loadWithoutDeviceFactoryFailsClearly() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.requests = 1
+        await #expect(throws: LoadGenerator.SetupError.self) {
+            _ = try await LoadGenerator(options: options, group: group, deviceFactory: nil).run()
+        }
+    }
+}
