@@ -6,7 +6,7 @@ struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "assertgate-device",
         abstract: "Plays an App Attest app against a running AssertGate.",
-        subcommands: [AttestCommand.self, RequestCommand.self, LoadCommand.self])
+        subcommands: [InitCACommand.self, AttestCommand.self, RequestCommand.self, LoadCommand.self])
 
     /// cli.md: exit 0 on success, 1 on a failed run, 2 on a usage error
     /// (ArgumentParser's own default for usage errors is 64).

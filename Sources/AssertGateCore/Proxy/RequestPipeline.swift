@@ -81,6 +81,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             answer(.noRoute)
             return
         }
+        // Labels the request's metrics with its route even when the gate rejects it.
+        upstreamName = route.upstream
         switch worker.gate.bodyPolicy(for: request, route: route) {
         case .stream:
             runGate(route, body: nil)

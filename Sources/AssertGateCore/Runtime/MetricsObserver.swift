@@ -11,9 +11,10 @@ public final class MetricsObserver: RequestObserver {
     }
 
     public func requestFinished(_ summary: RequestSummary) {
-        let route = summary.upstream ?? (summary.reason == .noRoute ? "none" : "local")
-        // Answers the gateway gave itself carry no trust level: label them "rejected".
-        let trust = summary.trust ?? "rejected"
+        let route = summary.upstream ?? (summary.reason == .noRoute ? "none" : "assertgate")
+        // Answers the gateway gave itself carry no trust level: errors are
+        // "rejected", the challenge/attest answers "local".
+        let trust = summary.trust ?? (summary.reason != nil ? "rejected" : "local")
         counters.counter(route: route, status: summary.status, trust: trust).inc()
         if let upstream = summary.upstream, summary.reason == nil {
             metrics.upstreamRequestDuration.labels(upstream).observe(elapsedNanoseconds: summary.durationNanoseconds)

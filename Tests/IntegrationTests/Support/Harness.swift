@@ -63,24 +63,44 @@ enum Run {
         -> ProcessResult
     {
         guard let path = which(name), let timeoutPath = which("timeout") else { throw ToolMissing(name: name) }
+        // Output goes to files and the exit is awaited through the termination
+        // handler: no thread of the (two-thread) cooperative pool ever blocks on
+        // a child, so an in-process gateway that answers through Swift
+        // concurrency (the admin listener) can always make progress.
+        let tag = UUID().uuidString
+        let outPath = NSTemporaryDirectory() + "assertgate-run-\(tag).out"
+        let errPath = NSTemporaryDirectory() + "assertgate-run-\(tag).err"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(atPath: outPath)
+            try? FileManager.default.removeItem(atPath: errPath)
+        }
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        defer {
+            try? out.close()
+            try? err.close()
+        }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: timeoutPath)
         // `timeout` bounds every external client; SIGKILL 5 s after SIGTERM.
         p.arguments = ["-k", "5", String(Int(timeout)), path] + args
-        let out = Pipe()
-        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
-        if let stdin { p.standardInput = stdin }
-        try p.run()
-        // Read both pipes concurrently so a chatty child never blocks on a full pipe.
-        async let o = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
-        async let e = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
-        let (od, ed) = await (o, e)
-        p.waitUntilExit()
+        p.standardInput = stdin ?? FileHandle(forReadingAtPath: "/dev/null")
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            p.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try p.run()
+            } catch {
+                p.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
         return ProcessResult(
-            status: p.terminationStatus, stdout: String(decoding: od, as: UTF8.self),
-            stderr: String(decoding: ed, as: UTF8.self))
+            status: status, stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
     }
 }
 

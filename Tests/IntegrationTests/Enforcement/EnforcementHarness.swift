@@ -1,0 +1,259 @@
+import AssertGateCore
+import AssertGateTestSupport
+import DeviceSim
+import Foundation
+import Logging
+import NIOHTTP1
+import Verifier
+
+/// The whole gateway as `assertgate serve` runs it (YAML file, real Redis,
+/// admin listener) in front of a recording upstream, with DeviceSim playing
+/// the app and curl as the HTTP/2 and HTTP/1.1 client.
+final class EnforcementHarness: @unchecked Sendable {
+    static let appId = "ABCDE12345.com.example.app"
+    /// Allowed in production only: a development attestation is `environment-not-allowed`.
+    static let productionOnlyAppId = "ABCDE12345.com.example.prodonly"
+    static let signingSecret = "e2e-signing-secret"
+    static let adminToken = "e2e-admin-token"
+    static let prefix = "/assertgate/v1"
+
+    let redis: RedisServerFixture
+    let upstream: TestUpstream
+    let server: GatewayServer
+    let directory: String
+    let ca: TestCA
+    let receiptCA: ReceiptCA
+    let configPath: String
+
+    var base: String { "http://127.0.0.1:\(server.ports[0])" }
+    var adminBase: String { "http://127.0.0.1:\(server.adminPort)" }
+
+    struct Options {
+        var challengeRate = "{perSecond: 1000, burst: 1000}"
+        /// Existing CA directory (root.cert.pem, receipt-root.cert.pem) instead of fresh CAs.
+        var caDirectory: String?
+    }
+
+    static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
+        let directory = NSTemporaryDirectory() + "assertgate-e2e-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let ca: TestCA
+        let receiptCA: ReceiptCA
+        let caDir = options.caDirectory ?? directory + "/ca"
+        if let existing = options.caDirectory {
+            ca = try TestCA.load(directory: existing)
+            receiptCA = try ReceiptCA.load(directory: existing)
+        } else {
+            try FileManager.default.createDirectory(atPath: caDir, withIntermediateDirectories: true)
+            ca = try TestCA()
+            receiptCA = try ReceiptCA()
+            try ca.save(to: caDir)
+            try receiptCA.save(to: caDir)
+        }
+        let redis = try RedisServerFixture()
+        let upstream = try await TestUpstream()
+        let deadPort = try RedisServerFixture.freePort()
+        let yaml = """
+            listeners: [{address: 127.0.0.1:0}]
+            admin: {address: 127.0.0.1:0, token: \(adminToken)}
+            apps:
+              - {appId: \(appId), environments: [development, production]}
+              - {appId: \(productionOnlyAppId), environments: [production]}
+            attestation:
+              prefix: \(prefix)
+              trustAnchors: [\(caDir)/root.cert.pem]
+              receiptTrustAnchors: [\(caDir)/receipt-root.cert.pem]
+              challengeRate: \(options.challengeRate)
+            store:
+              redis: {url: "\(redis.url)", connectTimeout: 250ms, commandTimeout: 250ms}
+            trust: {signingSecret: \(signingSecret)}
+            upstreams:
+              legacy: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 5s}
+              slow: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 300ms}
+              dead: {endpoints: [http://127.0.0.1:\(deadPort)], connectTimeout: 500ms}
+            routes:
+              - {match: {prefix: /enforce/}, upstream: legacy, mode: enforce, maxBodyBytes: 1KiB}
+              - {match: {prefix: /challenged/}, upstream: legacy, mode: enforce, challenge: required}
+              - {match: {prefix: /unsigned/}, upstream: legacy, mode: enforce, bindBody: false}
+              - {match: {prefix: /monitor/}, upstream: legacy, mode: monitor}
+              - {match: {prefix: /monitor-challenged/}, upstream: legacy, mode: monitor, challenge: required}
+              - {match: {prefix: /risky/}, upstream: legacy, mode: enforce, maxRiskMetric: 5}
+              - {match: {prefix: /lenient/}, upstream: legacy, mode: enforce, onStoreError: forward}
+              - {match: {prefix: /dead/}, upstream: dead, mode: passthrough}
+              - {match: {prefix: /slow}, upstream: slow, mode: passthrough}
+              - {match: {prefix: /open/}, upstream: legacy, mode: passthrough}
+            logging: {level: critical, format: text}
+
+            """
+        let configPath = directory + "/assertgate.yaml"
+        try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
+        var logger = Logger(label: "assertgate.e2e")
+        logger.logLevel = .critical
+        let server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
+        return EnforcementHarness(
+            redis: redis, upstream: upstream, server: server, directory: directory, ca: ca, receiptCA: receiptCA,
+            configPath: configPath)
+    }
+
+    private init(
+        redis: RedisServerFixture, upstream: TestUpstream, server: GatewayServer, directory: String, ca: TestCA,
+        receiptCA: ReceiptCA, configPath: String
+    ) {
+        self.redis = redis
+        self.upstream = upstream
+        self.server = server
+        self.directory = directory
+        self.ca = ca
+        self.receiptCA = receiptCA
+        self.configPath = configPath
+    }
+
+    func stop() async throws {
+        await server.shutdown(drain: .seconds(1))
+        try await upstream.stop()
+        redis.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: the app's side
+
+    func newDevice() throws -> SimDevice { try SimDevice(ca: ca, receiptCA: receiptCA) }
+
+    func challenge(for device: SimDevice, purpose: String) async throws -> String {
+        let r = try await send(
+            "POST", Self.prefix + "/challenge",
+            body: #"{"keyId":"\#(device.keyIdBase64)","purpose":"\#(purpose)"}"#)
+        guard r.status == 200, let c = r.json["challenge"] as? String else {
+            throw HarnessError("challenge answered \(r.status): \(r.body)")
+        }
+        return c
+    }
+
+    /// The attest call of protocol.md §3, with an optional DeviceSim mutation.
+    func attest(
+        _ device: SimDevice, userId: String? = nil, appId: String = appId,
+        environment: AttestationEnvironment = .development, mutation: AttestationMutation? = nil,
+        challenge: String? = nil
+    ) async throws -> Response {
+        let ch: String
+        if let challenge {
+            ch = challenge
+        } else {
+            ch = try await self.challenge(for: device, purpose: "attest")
+        }
+        let clientDataHash = DeviceSim.ClientData.hash(DeviceSim.ClientData.attestation(challenge: ch, userId: userId))
+        let object = try device.attest(
+            clientDataHash: clientDataHash, appId: appId, environment: environment,
+            at: Int64(Date().timeIntervalSince1970), mutation: mutation)
+        var fields = [
+            #""keyId":"\#(device.keyIdBase64)""#, #""challenge":"\#(ch)""#,
+            #""attestation":"\#(Verifier.Base64.encode(object))""#,
+        ]
+        if let userId { fields.append(#""userId":\#(JSONText.quoted(userId))"#) }
+        return try await send("POST", Self.prefix + "/attest", body: "{" + fields.joined(separator: ",") + "}")
+    }
+
+    /// The three assertion headers for a request, signed by `device`.
+    func assertionHeaders(
+        _ device: SimDevice, method: String, path: String, body: [UInt8] = [], counter: UInt32,
+        challenge: String? = nil, unsigned: Bool = false, appId: String = appId,
+        mutation: AssertionMutation? = nil
+    ) throws -> [(String, String)] {
+        let clientData = DeviceSim.ClientData.assertion(
+            method: method, path: path, challenge: challenge, body: unsigned ? .unsigned : .body(body))
+        let assertion = try device.assert(
+            clientDataHash: DeviceSim.ClientData.hash(clientData), appId: appId, counter: counter, mutation: mutation)
+        var headers = [
+            ("AssertGate-Key-Id", device.keyIdBase64), ("AssertGate-Assertion", Verifier.Base64.encode(assertion)),
+        ]
+        if let challenge { headers.append(("AssertGate-Challenge", challenge)) }
+        return headers
+    }
+
+    // MARK: HTTP through real clients
+
+    struct Response {
+        var status: Int
+        /// Lower-cased names.
+        var headers: [String: String]
+        var body: String
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+        }
+        var reason: String? { json["reason"] as? String }
+    }
+
+    /// One request with curl (`--http2-prior-knowledge` unless `http1`), path sent as is.
+    func send(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: String? = nil,
+        http1: Bool = false, base: String? = nil
+    ) async throws -> Response {
+        let tag = UUID().uuidString
+        let bodyOut = directory + "/\(tag).body"
+        var args = ["-sS", "--path-as-is", "-X", method, "-D", "-", "-o", bodyOut]
+        args.append(http1 ? "--http1.1" : "--http2-prior-knowledge")
+        for (n, v) in headers { args += ["-H", "\(n): \(v)"] }
+        if let body {
+            let bodyIn = directory + "/\(tag).in"
+            try body.write(toFile: bodyIn, atomically: true, encoding: .utf8)
+            args += ["--data-binary", "@" + bodyIn, "-H", "Content-Type: application/json"]
+        }
+        args.append((base ?? self.base) + path)
+        let r = try await Run.tool("curl", args, timeout: 20)
+        guard r.status == 0 else { throw HarnessError("curl \(method) \(path) failed (\(r.status)): \(r.stderr)") }
+        var status = 0
+        var parsed: [String: String] = [:]
+        for line in r.stdout.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" }) {
+            if line.hasPrefix("HTTP/") {
+                status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+                parsed = [:]
+            } else if let colon = line.firstIndex(of: ":") {
+                let name = line[..<colon].lowercased()
+                parsed[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        let text = (try? String(contentsOfFile: bodyOut, encoding: .utf8)) ?? ""
+        return Response(status: status, headers: parsed, body: text)
+    }
+
+    /// The last request head the upstream received, and how many it received.
+    var lastUpstreamHead: HTTPRequestHead? { upstream.requests.last }
+    var upstreamCount: Int { upstream.requests.count }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Checks `X-AssertGate-Signature` with Python's hmac module: an
+/// implementation that shares nothing with the gateway's.
+enum IndependentSignatureCheck {
+    static func verify(_ head: HTTPRequestHead, secret: String, prefix: String = "x-assertgate-") async throws -> Bool {
+        guard let signature = head.headers.first(name: prefix + "signature"),
+            let requestId = head.headers.first(name: "x-request-id")
+        else { return false }
+        var trust: [[String]] = []
+        for (name, value) in head.headers {
+            let lower = name.lowercased()
+            if lower.hasPrefix(prefix) && lower != prefix + "signature" { trust.append([lower, value]) }
+        }
+        let input: [String: Any] = [
+            "sig": signature, "rid": requestId, "method": head.method.rawValue, "path": head.uri,
+            "headers": trust, "secret": secret,
+        ]
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: input), as: UTF8.self)
+        let script = """
+            import hmac, hashlib, json, sys
+            d = json.loads(sys.argv[1])
+            parts = dict(p.strip().split("=", 1) for p in d["sig"].split(","))
+            msg = parts["t"] + "\\n" + d["rid"] + "\\n" + d["method"] + "\\n" + d["path"] + "\\n"
+            for name, value in sorted(d["headers"]):
+                msg += name + ":" + value + "\\n"
+            mac = hmac.new(d["secret"].encode(), msg.encode(), hashlib.sha256).hexdigest()
+            print("ok" if hmac.compare_digest(mac, parts["v1"]) else "bad")
+            """
+        let r = try await Run.tool("python3", ["-c", script, json])
+        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok"
+    }
+}
