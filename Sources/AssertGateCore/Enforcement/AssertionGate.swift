@@ -76,7 +76,8 @@ public final class AssertionGate: RequestGate {
         if let entry = keys.get(headers.keyId) {
             return .pending(verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context))
         }
-        let loaded = store.loadKey(keyId: headers.keyId).hop(to: eventLoop)
+        // Every continuation runs on this worker's loop (the gate is loop-confined).
+        let loaded = store.loadKey(keyId: headers.keyId).hop(to: eventLoop).assumeIsolated()
         let decision = loaded.flatMap { stored -> EventLoopFuture<GateDecision> in
             guard let stored else {
                 return self.eventLoop.makeSucceededFuture(self.fail(.unknownKey, request, route, context))
@@ -91,7 +92,7 @@ public final class AssertionGate: RequestGate {
         }.recover { error in
             self.storeFailed(error, request, route, context)
         }
-        return .pending(decision)
+        return .pending(decision.nonisolated())
     }
 
     /// Steps 3–6: signature, App ID, the atomic commit, the risk metric.
@@ -108,6 +109,7 @@ public final class AssertionGate: RequestGate {
         }
         return store.commitAssertion(keyId: headers.keyId, counter: parsed.counter, challenge: headers.challenge)
             .hop(to: eventLoop)
+            .assumeIsolated()
             .map { result -> GateDecision in
                 if let rejection = result.rejection {
                     if rejection == .unknownKey { self.keys.remove(headers.keyId) }
@@ -129,6 +131,7 @@ public final class AssertionGate: RequestGate {
             .recover { error in
                 self.storeFailed(error, request, route, context)
             }
+            .nonisolated()
     }
 
     private func forward(_ outcome: TrustOutcome, _ request: ProxyRequest, _ context: EnforcementContext)

@@ -12,19 +12,19 @@ public final class AttestationRoutes: LocalHandler {
     private let metrics: GatewayMetrics?
     private let clock: @Sendable () -> Int64
     private let monotonicNanos: () -> UInt64
-    private var limiter: PeerRateLimiter?
-    private var limiterRate: RateConfig?
+    private let limiter: SharedPeerRateLimiter
 
     public let maxBodyBytes = AttestRequest.maxBodyBytes
 
     public init(
-        eventLoop: EventLoop, store: any Store, threadPool: NIOThreadPool,
+        eventLoop: EventLoop, store: any Store, threadPool: NIOThreadPool, limiter: SharedPeerRateLimiter,
         metrics: GatewayMetrics?, clock: @escaping @Sendable () -> Int64 = UnixClock.now,
         monotonicNanos: @escaping () -> UInt64 = { NIODeadline.now().uptimeNanoseconds }
     ) {
         self.eventLoop = eventLoop
         self.store = store
         self.threadPool = threadPool
+        self.limiter = limiter
         self.metrics = metrics
         self.clock = clock
         self.monotonicNanos = monotonicNanos
@@ -63,11 +63,8 @@ public final class AttestationRoutes: LocalHandler {
     private func challenge(_ request: ProxyRequest, _ body: [UInt8], _ context: EnforcementContext)
         -> EventLoopFuture<LocalResponse>
     {
-        if limiter == nil || limiterRate != context.challengeRate {
-            limiter = PeerRateLimiter(perSecond: context.challengeRate.perSecond, burst: context.challengeRate.burst)
-            limiterRate = context.challengeRate
-        }
-        if case .limited(let retry) = limiter?.take(peer: request.clientAddress ?? "", nowNanos: monotonicNanos()) {
+        let peer = request.clientAddress ?? ""
+        if case .limited(let retry) = limiter.take(peer: peer, rate: context.challengeRate, nowNanos: monotonicNanos()) {
             return eventLoop.makeSucceededFuture(
                 problem(Rejection(.rateLimited, retryAfter: retry), request, extraHeaders: [("Retry-After", "\(retry)")]))
         }
@@ -81,6 +78,7 @@ public final class AttestationRoutes: LocalHandler {
         let ttl = context.challengeTTL
         return store.issueChallenge(keyId: parsed.keyId, purpose: parsed.purpose, challenge: challenge, ttl: ttl)
             .hop(to: eventLoop)
+            .assumeIsolated()
             .map { _ in
                 let seconds = ttl.nanoseconds / 1_000_000_000
                 let json = JSONText.object([("challenge", JSONText.quoted(challenge)), ("expiresIn", "\(seconds)")])
@@ -90,6 +88,7 @@ public final class AttestationRoutes: LocalHandler {
                 self.metrics?.storeErrors.inc()
                 return self.problem(Rejection(.storeUnavailable), request)
             }
+            .nonisolated()
     }
 
     // MARK: attest
@@ -116,7 +115,7 @@ public final class AttestationRoutes: LocalHandler {
                 return .failure(error)
             }
         }
-        return verified.flatMap { result -> EventLoopFuture<LocalResponse> in
+        return verified.assumeIsolated().flatMap { result -> EventLoopFuture<LocalResponse> in
             let attestation: VerifiedAttestation
             switch result {
             case .failure(let error):
@@ -137,6 +136,7 @@ public final class AttestationRoutes: LocalHandler {
                 launchCategory: attestation.extensions.validationCategory)
             return self.store.registerKey(record, attestChallenge: parsed.challenge)
                 .hop(to: self.eventLoop)
+                .assumeIsolated()
                 .map { outcome in
                     switch outcome {
                     case .rejected(let reason):
@@ -155,10 +155,11 @@ public final class AttestationRoutes: LocalHandler {
                     self.metrics?.storeErrors.inc()
                     return self.problem(Rejection(.storeUnavailable), request)
                 }
+                .nonisolated()
         }.recover { _ in
             // Thread pool shut down: the gateway is stopping.
             self.problem(Rejection(.storeUnavailable, "shutting down"), request)
-        }
+        }.nonisolated()
     }
 
     // MARK: answers

@@ -26,6 +26,12 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     private var unconsumed = 0
     private var readsPaused = false
     private var pendingRead = false
+    /// Answered and closing while the client is still sending its body: the
+    /// rest is read and dropped (bounded) so the close does not turn into a
+    /// TCP reset that destroys the answer before the client reads it.
+    private var lingering = false
+
+    static let lingerTimeout: TimeAmount = .seconds(2)
 
     static let highWater = 512 << 10
     static let lowWater = 128 << 10
@@ -47,6 +53,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     var allocator: ByteBufferAllocator { context?.channel.allocator ?? ByteBufferAllocator() }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if lingering { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
             requestComplete = false
@@ -146,7 +153,16 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         guard let context, responding else { return }
         responding = false
         let close = !keepAlive || quiescing
-        if close {
+        if close, !requestComplete, requestHasBody {
+            // Half-close: the client sees the answer and EOF, and its remaining
+            // body is drained until it stops or the linger timeout closes for good.
+            lingering = true
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+                channel.close(mode: .output, promise: nil)
+                channel.eventLoop.scheduleTask(in: Self.lingerTimeout) { channel.close(promise: nil) }
+            }
+        } else if close {
             let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         } else {
@@ -173,6 +189,12 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
 
     private func resumeReads() {
         readsPaused = false
+        if lingering, let context {
+            // Keep draining the rest of the refused body.
+            pendingRead = false
+            context.read()
+            return
+        }
         if pendingRead, let context {
             pendingRead = false
             context.read()
@@ -182,7 +204,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     // MARK: channel events
 
     func read(context: ChannelHandlerContext) {
-        if readsPaused {
+        if readsPaused, !lingering {
             pendingRead = true
         } else {
             context.read()
@@ -202,6 +224,11 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if lingering, event is ChannelEvent, case .inputClosed = event as? ChannelEvent {
+            // The client finished sending (or gave up): done draining.
+            context.close(promise: nil)
+            return
+        }
         if event is ChannelShouldQuiesceEvent {
             quiescing = true
             if pipeline == nil, !responding { context.close(promise: nil) }

@@ -1,3 +1,5 @@
+import NIOConcurrencyHelpers
+
 /// A token bucket: `burst` tokens, refilled at `perSecond`. Time is passed in
 /// (monotonic nanoseconds) so tests need no clock.
 public struct TokenBucket: Sendable {
@@ -46,11 +48,11 @@ public struct TokenBucket: Sendable {
     }
 }
 
-/// Per-peer-address token buckets, loop-confined (one per worker). The table
+/// Per-peer-address token buckets. The table
 /// is bounded: full buckets are dropped in a sweep once it grows past
 /// `maxPeers`, and if every bucket is still busy the oldest half goes, so a
 /// flood of spoofed addresses cannot grow memory without bound.
-public struct PeerRateLimiter {
+public struct PeerRateLimiter: Sendable {
     private var buckets: [String: TokenBucket] = [:]
     private let rate: Double
     private let burst: Int
@@ -86,6 +88,32 @@ public struct PeerRateLimiter {
             var kept: [String: TokenBucket] = [:]
             for k in keep { kept[k] = buckets[k] }
             buckets = kept
+        }
+    }
+}
+
+/// One `PeerRateLimiter` for the whole process, so the limit per peer does not
+/// grow with the number of workers (a client's connections land on any of
+/// them). Challenge issuance is not the hot path; a lock is cheap here.
+public final class SharedPeerRateLimiter: Sendable {
+    private struct State: Sendable {
+        var limiter: PeerRateLimiter
+        var rate: RateConfig
+    }
+    private let state: NIOLockedValueBox<State>
+
+    public init(rate: RateConfig) {
+        state = NIOLockedValueBox(State(limiter: PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst), rate: rate))
+    }
+
+    /// `rate` is the configuration in force for this request; a reload that
+    /// changes it starts every peer afresh.
+    public func take(peer: String, rate: RateConfig, nowNanos: UInt64) -> TokenBucket.TakeResult {
+        state.withLockedValue { s in
+            if s.rate != rate {
+                s = State(limiter: PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst), rate: rate)
+            }
+            return s.limiter.take(peer: peer, nowNanos: nowNanos)
         }
     }
 }

@@ -57,12 +57,14 @@ public final class GatewayServer: Sendable {
             try? await group.shutdownGracefully()
             throw StartError(description: "store: \(error)")
         }
+        let challengeLimiter = SharedPeerRateLimiter(rate: config.attestation.challengeRate)
         let hooks = GatewayHooks(
             makeGate: { loop in AssertionGate(eventLoop: loop, store: stores.store(for: loop), metrics: metrics) },
             makeLocalHandlers: { loop in
                 [
                     AttestationRoutes(
-                        eventLoop: loop, store: stores.store(for: loop), threadPool: threadPool, metrics: metrics)
+                        eventLoop: loop, store: stores.store(for: loop), threadPool: threadPool,
+                        limiter: challengeLimiter, metrics: metrics)
                 ]
             },
             makeObserver: { _ in MetricsObserver(metrics: metrics) })

@@ -52,6 +52,7 @@ struct ProcessResult {
 
 enum Run {
     static func which(_ tool: String) -> String? {
+        if tool.hasPrefix("/") { return FileManager.default.isExecutableFile(atPath: tool) ? tool : nil }
         for dir in ["/usr/bin", "/usr/local/bin", "/bin"] {
             let p = "\(dir)/\(tool)"
             if FileManager.default.isExecutableFile(atPath: p) { return p }

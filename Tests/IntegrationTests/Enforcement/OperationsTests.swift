@@ -1,0 +1,184 @@
+import AssertGateCore
+import DeviceSim
+import Foundation
+import Testing
+import Verifier
+
+extension Integration {
+    /// Redis outages, the admin API, reload, the one-round-trip budget and the
+    /// device tool, against the server as `assertgate serve` builds it.
+    @Suite(.serialized) struct OperationsTests {
+        @Test func redisStoppedAndRestartedDuringTraffic() async throws {
+            let h = try await EnforcementHarness.start()
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            #expect(try await h.send("GET", "/enforce/1", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/1", counter: 1)).status == 200)
+
+            h.redis.stop()
+            let enforce = try await h.send("GET", "/enforce/2", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/2", counter: 2))
+            #expect(enforce.status == 503)
+            #expect(enforce.reason == "store-unavailable")
+            let monitor = try await h.send("GET", "/monitor/2", headers: h.assertionHeaders(device, method: "GET", path: "/monitor/2", counter: 3))
+            #expect(monitor.status == 200)
+            #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "unavailable")
+            #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-reason") == "store-unavailable")
+            let lenient = try await h.send("GET", "/lenient/2", headers: h.assertionHeaders(device, method: "GET", path: "/lenient/2", counter: 4))
+            #expect(lenient.status == 200)
+            #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "unavailable")
+            let passthrough = try await h.send("GET", "/open/2")
+            #expect(passthrough.status == 200)
+            let challenge = try await h.send("POST", EnforcementHarness.prefix + "/challenge", body: #"{"keyId":"\#(device.keyIdBase64)","purpose":"assert"}"#)
+            #expect(challenge.status == 503)
+            #expect(challenge.reason == "store-unavailable")
+            let notReady = try await h.send("GET", "/readyz", http1: true, base: h.adminBase)
+            #expect(notReady.status == 503)
+
+            // Same port again (the data is gone with the process: attest anew).
+            try h.redis.start()
+            let deadline = Date().addingTimeInterval(10)
+            var ready = false
+            while Date() < deadline {
+                // Polling an external process (redis-server) coming back, bounded by a deadline.
+                if try await h.send("GET", "/readyz", http1: true, base: h.adminBase).status == 200 {
+                    ready = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(ready)
+            let fresh = try h.newDevice()
+            #expect(try await h.attest(fresh).status == 201)
+            let after = try await h.send("GET", "/enforce/3", headers: h.assertionHeaders(fresh, method: "GET", path: "/enforce/3", counter: 1))
+            #expect(after.status == 200, "\(after.body)")
+            try await h.stop()
+        }
+
+        @Test func adminTokenReloadAndConfigInvalid() async throws {
+            let h = try await EnforcementHarness.start()
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            let path = "/keys/\(device.keyIdBase64URL)"
+            let noToken = try await h.send("GET", path, http1: true, base: h.adminBase)
+            #expect(noToken.status == 401)
+            #expect(noToken.reason == "unauthorized")
+            let wrong = try await h.send("GET", path, headers: [("Authorization", "Bearer nope")], http1: true, base: h.adminBase)
+            #expect(wrong.status == 401)
+            let auth = [("Authorization", "Bearer \(EnforcementHarness.adminToken)")]
+            let unknown = try await h.send("GET", "/keys/\(Verifier.Base64.encodeURL([UInt8](repeating: 5, count: 32)))", headers: auth, http1: true, base: h.adminBase)
+            #expect(unknown.status == 404)
+            #expect(unknown.reason == "unknown-key")
+
+            // A broken file: 400 config-invalid, and the running configuration keeps serving.
+            let good = try String(contentsOfFile: h.configPath, encoding: .utf8)
+            try (good + "bogusKey: 1\n").write(toFile: h.configPath, atomically: true, encoding: .utf8)
+            let refused = try await h.send("POST", "/reload", headers: auth, http1: true, base: h.adminBase)
+            #expect(refused.status == 400)
+            #expect(refused.reason == "config-invalid")
+            #expect(refused.body.contains("bogusKey"))
+            #expect(try await h.send("GET", "/enforce/a", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/a", counter: 1)).status == 200)
+
+            // A valid change is applied to new requests: /enforce/ becomes monitor.
+            try good.replacingOccurrences(of: "{prefix: /enforce/}, upstream: legacy, mode: enforce", with: "{prefix: /enforce/}, upstream: legacy, mode: monitor")
+                .write(toFile: h.configPath, atomically: true, encoding: .utf8)
+            let applied = try await h.send("POST", "/reload", headers: auth, http1: true, base: h.adminBase)
+            #expect(applied.status == 200, "\(applied.body)")
+            let monitored = try await h.send("GET", "/enforce/a")
+            #expect(monitored.status == 200)
+            #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "missing")
+
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
+            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="error"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="ok"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_requests_total{route="legacy",status="200",trust="verified"} 1"#))
+            try await h.stop()
+        }
+
+        @Test func everyReasonOfTheRunIsCountedInMetrics() async throws {
+            let h = try await EnforcementHarness.start()
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            _ = try await h.send("GET", "/enforce/a")
+            _ = try await h.send("GET", "/enforce/a", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/b", counter: 1))
+            _ = try await h.send("GET", "/monitor/a", headers: h.assertionHeaders(device, method: "GET", path: "/monitor/a", counter: 0))
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
+            #expect(metrics.body.contains(#"assertgate_rejections_total{reason="missing-assertion"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_rejections_total{reason="bad-signature"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_rejections_total{reason="counter-replay"} 1"#))
+            try await h.stop()
+        }
+
+        @Test func oneRedisRoundTripPerAssertedRequest() async throws {
+            let h = try await EnforcementHarness.start()
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            // Warm the worker's key cache on both workers (connections land on either loop).
+            var counter: UInt32 = 0
+            for _ in 0..<4 {
+                counter += 1
+                #expect(try await h.send("GET", "/enforce/w", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/w", counter: counter)).status == 200)
+            }
+            try h.redis.run(["CONFIG", "RESETSTAT"])
+            let n = 20
+            for _ in 0..<n {
+                counter += 1
+                #expect(try await h.send("GET", "/enforce/r", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/r", counter: counter)).status == 200)
+            }
+            let stats = try h.redis.run(["INFO", "commandstats"]).string ?? ""
+            func calls(_ command: String) -> Int {
+                guard let line = stats.split(separator: "\r\n").first(where: { $0.hasPrefix("cmdstat_\(command):") }),
+                    let field = line.split(separator: ",").first(where: { $0.contains("calls=") })
+                else { return 0 }
+                return Int(field.split(separator: "=").last ?? "") ?? 0
+            }
+            #expect(calls("evalsha") == n)
+            // Nothing else went to Redis from a client: the HMGET/HSET calls are the script's own.
+            let clientCommands = try h.redis.run(["INFO", "stats"]).string ?? ""
+            #expect(clientCommands.contains("total_commands_processed"))
+            #expect(calls("get") == 0 && calls("set") == 0 && calls("eval") == 0)
+            try await h.stop()
+        }
+
+        @Test func deviceToolAttestsRequestsAndShowsReplay() async throws {
+            guard let tool = BuiltProduct.path("assertgate-device") else {
+                Issue.record("assertgate-device is not built next to the tests")
+                return
+            }
+            let state = NSTemporaryDirectory() + "assertgate-device-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            let initCA = try await Run.tool(tool, ["init-ca", "--state", state])
+            #expect(initCA.status == 0, "\(initCA.stderr)")
+            let h = try await EnforcementHarness.start(.init(caDirectory: state + "/ca"))
+            let common = ["--gateway", h.base, "--state", state]
+            let attest = try await Run.tool(tool, ["attest", "--user-id", "carol"] + common)
+            #expect(attest.status == 0, "\(attest.stdout) \(attest.stderr)")
+            #expect(attest.stdout.contains(#""trust":"attested""#))
+            let request = try await Run.tool(tool, ["request", "POST", "/enforce/pay", "--body", #"{"n":1}"#] + common)
+            #expect(request.status == 0, "\(request.stdout) \(request.stderr)")
+            #expect(request.stdout.contains("HTTP 200"))
+            #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-user") == "carol")
+            let replay = try await Run.tool(tool, ["request", "POST", "/enforce/pay", "--body", #"{"n":1}"#, "--replay"] + common)
+            #expect(replay.status == 1)
+            #expect(replay.stdout.contains("counter-replay"))
+            let http1 = try await Run.tool(tool, ["request", "GET", "/enforce/h1", "--http1.1"] + common)
+            #expect(http1.stdout.contains("HTTP 200"), "\(http1.stdout) \(http1.stderr)")
+            let load = try await Run.tool(
+                tool, ["load", "--path", "/enforce/load", "--connections", "2", "--streams", "4", "--requests", "200", "--json"] + common)
+            #expect(load.status == 0, "\(load.stderr)")
+            #expect(load.stdout.contains(#""failures""#) || load.stdout.contains("succe"))
+            try await h.stop()
+        }
+    }
+}
+
+/// Executables of this package, found next to the test bundle.
+enum BuiltProduct {
+    static func path(_ name: String) -> String? {
+        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return nil
+    }
+}
