@@ -60,6 +60,9 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     private var delivering = false
 
     private var closeFuture: EventLoopFuture<Void>?
+    /// A close requested while `encryptFlushedWrites` was running (e.g. from
+    /// a write promise completed by its flush); performed when it returns.
+    private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
     private var loggedFailure = false
 
     public init(context: TLSServerContext, logger: Logger = Logger(label: "assertgate.tls")) {
@@ -142,13 +145,18 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     public func read(context: ChannelHandlerContext) {
         self.readRequested = true
         if !self.plaintext.isEmpty {
-            // Satisfy the request from already-decrypted data; an outer
-            // delivery loop picks it up if we are inside one.
-            if !self.delivering {
-                self.deliverPlaintext(context: context)
-            }
-            return
+            // Inside a delivery loop the caller re-checks the request once
+            // the batch is out (see `channelReadComplete`).
+            if self.delivering { return }
+            self.deliverPlaintext(context: context)
         }
+        // Forward the read even when buffered plaintext just satisfied it.
+        // With autoRead on this read() comes from the channel itself, which
+        // re-arms only after socket data arrives: swallowing it leaves no
+        // socket read outstanding and the connection stalls for good (seen
+        // when the client's Finished and its first records share a read).
+        // With autoRead off this reads ahead at most one socket read, which
+        // stays buffered until the next read().
         context.read()
     }
 
@@ -269,6 +277,24 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
                 context.close(mode: mode, promise: promise)
                 return
             }
+            if self.encrypting {
+                // The running pass may have stopped at unwritability with
+                // flushed writes left; closing now would fail them instead
+                // of sending them before close_notify.
+                if var deferred = self.deferredClose {
+                    if let promise {
+                        if let first = deferred.promise {
+                            first.futureResult.cascade(to: promise)
+                        } else {
+                            deferred.promise = promise
+                        }
+                    }
+                    self.deferredClose = deferred
+                } else {
+                    self.deferredClose = (mode, promise)
+                }
+                return
+            }
             // Everything the application flushed goes out before close_notify.
             self.encryptFlushedWrites(context: context, honourWritability: false)
             guard self.state == .active else {
@@ -316,12 +342,16 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
             return
         }
         self.encrypting = true
-        defer { self.encrypting = false }
         repeat {
             self.encryptAgain = false
             self.encryptionPass(context: context, connection: connection, honourWritability: honourWritability)
         } while self.encryptAgain && self.flushedWriteCount > 0 && self.state == .active
             && context.channel.isWritable
+        self.encrypting = false
+        if let deferred = self.deferredClose {
+            self.deferredClose = nil
+            self.close(context: context, mode: deferred.mode, promise: deferred.promise)
+        }
     }
 
     private func encryptionPass(context: ChannelHandlerContext, connection: TLSConnection, honourWritability: Bool) {
