@@ -48,6 +48,9 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "User id for the attested keys.")
     var userId: String?
 
+    @Option(help: "Total requests per second (paced per stream slot); default: as fast as possible.")
+    var rate: Double?
+
     @Flag(help: "Print the report as JSON.")
     var json = false
 
@@ -57,6 +60,7 @@ struct LoadCommand: AsyncParsableCommand {
         if let requests, requests <= 0 { throw ValidationError("--requests must be > 0") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be > 0") }
         guard warmup >= 0 else { throw ValidationError("--warmup must be >= 0") }
+        if let rate, !(rate > 0) { throw ValidationError("--rate must be > 0") }
     }
 
     func run() async throws {
@@ -73,6 +77,7 @@ struct LoadCommand: AsyncParsableCommand {
         load.passthrough = passthrough
         load.attestConcurrency = attestConcurrency
         load.userId = userId
+        load.rate = rate
         let factory: AppAttestDeviceFactory? = passthrough
             ? nil
             : try DeviceCAs.loadOrCreate(directory: options.caDirectory)

@@ -109,6 +109,23 @@ struct LoadGeneratorTests {
         #expect(s.unasserted > report.requests)
     }
 
+    @Test func rateIsAnUpperBoundOnRequestsPerSecond() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.path = "/open"
+        options.connections = 2
+        options.streams = 2
+        options.requests = 60
+        options.rate = 100
+        options.passthrough = true
+        let report = try await LoadGenerator(options: options, group: group, deviceFactory: nil).run()
+        #expect(report.successes == 60)
+        // Paced at 100/s over 4 slots: 60 requests cannot finish in less than
+        // (60 - 4) / 100 s, however fast the server is.
+        #expect(report.elapsedSeconds >= 0.56)
+    }
+
     @Test func failuresAreCountedByStatusAndReason() async throws {
         let server = try TestH2Server()
         defer { server.stop() }

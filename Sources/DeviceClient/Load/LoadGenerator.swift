@@ -166,6 +166,8 @@ final class LoadWorker {
     private final class Slot {
         let device: AppAttestDevice?
         var counter: UInt32 = 0
+        /// With a rate: when this slot's next request is due.
+        var due: NIODeadline?
         init(device: AppAttestDevice?) { self.device = device }
     }
 
@@ -204,11 +206,39 @@ final class LoadWorker {
             done.succeed(result)
             return done.futureResult
         }
+        if let interval = slotInterval {
+            // Spread the slots' first requests over one interval.
+            let start = NIODeadline.now()
+            for (i, slot) in slots.enumerated() {
+                slot.due = start + .nanoseconds(interval.nanoseconds * Int64(i) / Int64(slots.count))
+            }
+        }
         for slot in slots { next(slot) }
         return done.futureResult
     }
 
+    /// Time between two requests of one slot when a total rate is asked for.
+    private var slotInterval: TimeAmount? {
+        guard let rate = options.rate, rate > 0 else { return nil }
+        let totalSlots = Double(max(1, options.connections * options.streams))
+        return .nanoseconds(Int64(totalSlots / rate * 1e9))
+    }
+
     private func next(_ slot: Slot) {
+        if let due = slot.due, let interval = slotInterval {
+            let now = NIODeadline.now()
+            slot.due = max(due, now) + interval
+            if due > now {
+                let bound = NIOLoopBound(self, eventLoop: client.eventLoop)
+                let boundSlot = NIOLoopBound(slot, eventLoop: client.eventLoop)
+                client.eventLoop.scheduleTask(deadline: due) { bound.value.send(boundSlot.value) }
+                return
+            }
+        }
+        send(slot)
+    }
+
+    private func send(_ slot: Slot) {
         let now = NIODeadline.now()
         let measured = now >= measureFrom
         if measured {

@@ -18,6 +18,9 @@ public struct LoadOptions: Sendable {
     /// Attestations in flight at once during setup.
     public var attestConcurrency = 8
     public var userId: String?
+    /// Total requests per second across all connections (paced per stream
+    /// slot); nil = as fast as responses come back (closed loop).
+    public var rate: Double?
     public var http2 = HTTP2ClientConfiguration()
 
     public init(target: GatewayURL) {
