@@ -116,8 +116,9 @@ struct RedisClientConnectPhaseTests {
             never.futureResult.map { "+OK\r\n" }
         }
         let connectTimeout = TimeAmount.milliseconds(300)
-        let c = try client(port: server.port, loop: loop, connectTimeout: connectTimeout, backoff: .seconds(60))
+        // Before the client exists: its attempt (and deadline) starts on the loop at once.
         let t0 = NIODeadline.now()
+        let c = try client(port: server.port, loop: loop, connectTimeout: connectTimeout, backoff: .seconds(60))
         let ping = c.send("PING")
         let elapsed = ping.map { _ in TimeAmount.seconds(999) }.recover { _ in NIODeadline.now() - t0 }
         do {
