@@ -102,7 +102,14 @@ public final class RedisServerFixture: @unchecked Sendable {
         pid = child
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if Self.pingAnswered(port: port) { return }
+            if Self.pingAnswered(port: port) {
+                // The port was free when chosen, but another process (another
+                // test run's redis-server) may have bound it since: then ours
+                // exited with "address in use" and a stranger answers the PING.
+                // Only our own PID counts as ready.
+                if serverPID() == child { return }
+                break
+            }
             var status: Int32 = 0
             if waitpid(child, &status, WNOHANG) == child {
                 pid = nil
@@ -112,6 +119,21 @@ public final class RedisServerFixture: @unchecked Sendable {
         }
         stop()
         throw FixtureError.notReady(port)
+    }
+
+    /// `--requirepass` from `extraArguments`, if any.
+    public var password: String? {
+        guard let i = extraArguments.firstIndex(of: "--requirepass"), i + 1 < extraArguments.count else { return nil }
+        return extraArguments[i + 1]
+    }
+
+    /// `process_id` from `INFO server` of whoever listens on `port`.
+    private func serverPID() -> pid_t? {
+        guard let info = (try? run(["INFO", "server"], password: password))?.string else { return nil }
+        for line in info.split(whereSeparator: \.isNewline) where line.hasPrefix("process_id:") {
+            return pid_t(line.dropFirst("process_id:".count).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
     }
 
     public func stop() {

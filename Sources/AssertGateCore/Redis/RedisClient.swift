@@ -4,8 +4,24 @@ import NIOPosix
 /// A small pool of pipelined Redis connections owned by ONE event loop (a
 /// gateway worker). All mutable state is touched only on that loop, so there
 /// are no locks; calls from other threads hop onto it. Connections reconnect
-/// by themselves with exponential backoff; while a connection is down its
-/// commands fail at once with `StoreError.unavailable` instead of waiting.
+/// by themselves with exponential backoff.
+///
+/// What a command sees when no connection is up:
+/// - A connect attempt is in flight (the first one at startup, or a reconnect
+///   after Redis came back): the command is HELD and sent as soon as the
+///   handshake (AUTH, SELECT, SCRIPT LOAD) is done. Requests arriving right
+///   after start or during a reconnect must not fail spuriously just because
+///   they beat the handshake by a millisecond. The hold is bounded: a whole
+///   attempt (TCP + handshake) is abandoned after `connectTimeout`, and at most
+///   `maxQueuedWhileConnecting` commands wait per connection (more fail with
+///   `.overloaded`).
+/// - No attempt is in flight (the backoff timer is waiting): the command fails
+///   AT ONCE with the reason of the last failure (`.connectFailed("AUTH: …")`
+///   after a refused handshake, `.notConnected` after a lost connection), so a
+///   Redis outage costs callers nothing but a fast 503, never a wait.
+/// Which of the two a command meets never depends on how fast the caller's
+/// thread got to the loop: a command issued after an attempt has failed gets
+/// that attempt's error, just like the commands that were held during it.
 ///
 /// `@unchecked Sendable`: every stored `var` is confined to `eventLoop`
 /// (checked with `assertInEventLoop`), the same discipline NIO's own channels use.
@@ -104,7 +120,11 @@ public final class RedisClient: @unchecked Sendable {
             for slot in self.slots {
                 slot.reconnect?.cancel()
                 slot.reconnect = nil
-                switch slot.state {
+                slot.attemptTimer?.cancel()
+                slot.attemptTimer = nil
+                let previous = slot.state
+                slot.state = .backoff(.unavailable(.shutdown))
+                switch previous {
                 case .ready(let channel, _):
                     closes.append(channel.close().recover { _ in })
                 case .connecting(let queued):
@@ -112,7 +132,6 @@ public final class RedisClient: @unchecked Sendable {
                 case .backoff, .idle:
                     break
                 }
-                slot.state = .backoff
             }
             return EventLoopFuture.andAllComplete(closes, on: self.eventLoop)
         }
@@ -132,9 +151,12 @@ public final class RedisClient: @unchecked Sendable {
             request.fail(StoreError.unavailable(.shutdown))
             return
         }
-        // Round robin, preferring a connection that is up.
+        // Round robin over connections that are up; else hold the command on
+        // a connection whose connect attempt is in flight; else fail fast.
         let n = slots.count
-        var queueSlot: Slot?
+        var holdSlot: Slot?
+        var holdFull = false
+        var backoffReason: StoreError?
         for i in 0..<n {
             let slot = slots[(nextSlot + i) % n]
             switch slot.state {
@@ -146,24 +168,28 @@ public final class RedisClient: @unchecked Sendable {
                     request.fail(StoreError.unavailable(.connectionLost))
                 }
                 return
-            case .connecting:
-                // Hold commands only for a first connect (startup); while
-                // reconnecting after a failure, fail fast rather than wait.
-                if queueSlot == nil && slot.attempt == 0 { queueSlot = slot }
-            case .backoff, .idle:
+            case .connecting(let queued):
+                if holdSlot == nil {
+                    if queued.count < configuration.maxQueuedWhileConnecting {
+                        holdSlot = slot
+                    } else {
+                        holdFull = true
+                    }
+                }
+            case .backoff(let reason):
+                if backoffReason == nil { backoffReason = reason }
+            case .idle:
                 continue
             }
         }
-        if let slot = queueSlot, case .connecting(var queued) = slot.state {
-            if queued.count >= configuration.maxQueuedWhileConnecting {
-                request.fail(StoreError.unavailable(.overloaded))
-            } else {
-                slot.state = .idle  // avoid a copy-on-write of the queue
-                queued.append(request)
-                slot.state = .connecting(queued)
-            }
+        if let slot = holdSlot, case .connecting(var queued) = slot.state {
+            slot.state = .idle  // avoid a copy-on-write of the queue
+            queued.append(request)
+            slot.state = .connecting(queued)
+        } else if holdFull {
+            request.fail(StoreError.unavailable(.overloaded))
         } else {
-            request.fail(StoreError.unavailable(.notConnected))
+            request.fail(backoffReason ?? StoreError.unavailable(.notConnected))
         }
     }
 
@@ -172,11 +198,22 @@ public final class RedisClient: @unchecked Sendable {
     private func connect(_ slot: Slot) {
         eventLoop.assertInEventLoop()
         guard !isShutdown else { return }
+        slot.generation &+= 1
+        let generation = slot.generation
         slot.state = .connecting(CircularBuffer())
+        // One deadline for the whole attempt, handshake included: a server that
+        // accepts TCP but never answers AUTH must not hold commands for longer.
+        let connectTimeout = configuration.connectTimeout
+        slot.attemptTimer = eventLoop.scheduleTask(in: connectTimeout) {
+            slot.attemptTimer = nil
+            self.connectFinished(
+                slot, generation,
+                .failure(StoreError.unavailable(.connectFailed("no connection within \(connectTimeout)"))))
+        }
         let limits = configuration.limits
         let commandTimeout = configuration.commandTimeout
         ClientBootstrap(group: eventLoop)
-            .connectTimeout(configuration.connectTimeout)
+            .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -195,27 +232,36 @@ public final class RedisClient: @unchecked Sendable {
                 }
             }
             .whenComplete { result in
-                self.connectFinished(slot, result)
+                self.connectFinished(slot, generation, result)
             }
     }
 
-    private func connectFinished(_ slot: Slot, _ result: Result<(Channel, NIOLoopBound<RedisCommandHandler>), Error>) {
+    private func connectFinished(
+        _ slot: Slot, _ generation: UInt64, _ result: Result<(Channel, NIOLoopBound<RedisCommandHandler>), Error>
+    ) {
         eventLoop.assertInEventLoop()
-        guard case .connecting(let queued) = slot.state else { return }
+        guard slot.generation == generation, case .connecting(let queued) = slot.state else {
+            // A stale attempt (abandoned at its deadline, or after shutdown).
+            if case .success(let (channel, _)) = result { channel.close(promise: nil) }
+            return
+        }
+        slot.attemptTimer?.cancel()
+        slot.attemptTimer = nil
         switch result {
         case .success(let (channel, boundHandler)):
             let handler = boundHandler.value
             if isShutdown {
+                slot.state = .backoff(.unavailable(.shutdown))
                 channel.close(promise: nil)
                 for r in queued { r.fail(StoreError.unavailable(.shutdown)) }
                 return
             }
             slot.state = .ready(channel, handler)
             slot.attempt = 0
-            for r in queued { handler.send(r) }
             channel.closeFuture.whenComplete { _ in
                 self.connectionClosed(slot, channel)
             }
+            for r in queued { handler.send(r) }
         case .failure(let error):
             let reason: StoreError
             if let e = error as? StoreError {
@@ -223,19 +269,21 @@ public final class RedisClient: @unchecked Sendable {
             } else {
                 reason = .unavailable(.connectFailed("\(error)"))
             }
+            // State first: a failure callback may issue the next command at once.
+            scheduleReconnect(slot, reason: reason)
             for r in queued { r.fail(reason) }
-            scheduleReconnect(slot)
         }
     }
 
     private func connectionClosed(_ slot: Slot, _ channel: Channel) {
         eventLoop.assertInEventLoop()
         guard case .ready(let current, _) = slot.state, current === channel else { return }
-        scheduleReconnect(slot)
+        scheduleReconnect(slot, reason: .unavailable(.notConnected))
     }
 
-    private func scheduleReconnect(_ slot: Slot) {
-        slot.state = .backoff
+    /// `reason` is what commands get until the next attempt starts.
+    private func scheduleReconnect(_ slot: Slot, reason: StoreError) {
+        slot.state = .backoff(reason)
         guard !isShutdown else { return }
         let base = configuration.backoffBase.nanoseconds
         let cap = configuration.backoffMax.nanoseconds
@@ -287,12 +335,19 @@ public final class RedisClient: @unchecked Sendable {
     private final class Slot: @unchecked Sendable {
         enum State {
             case idle
+            /// An attempt is in flight; the commands held until it ends.
             case connecting(CircularBuffer<RedisRequest>)
             case ready(Channel, RedisCommandHandler)
-            case backoff
+            /// Waiting for the reconnect timer; commands fail at once with this.
+            case backoff(StoreError)
         }
         var state: State = .idle
+        /// Failed attempts since the last success (the backoff exponent).
         var attempt = 0
+        /// Identifies the attempt in flight, so a late completion of an
+        /// abandoned one is ignored.
+        var generation: UInt64 = 0
         var reconnect: Scheduled<Void>?
+        var attemptTimer: Scheduled<Void>?
     }
 }

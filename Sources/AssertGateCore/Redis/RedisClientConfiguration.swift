@@ -11,7 +11,8 @@ public struct RedisClientConfiguration: Sendable {
     /// First reconnect delay; doubles per failed attempt up to `backoffMax`.
     public var backoffBase: TimeAmount = .milliseconds(25)
     public var backoffMax: TimeAmount = .seconds(1)
-    /// Commands held while a connection is being set up; more fail at once.
+    /// Commands held per connection while a connect attempt is in flight
+    /// (at most `connectTimeout`); more fail at once with `.overloaded`.
     public var maxQueuedWhileConnecting: Int = 4096
 
     public init(
