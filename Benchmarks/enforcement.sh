@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Asserted requests through the gateway vs the same route in passthrough, and
+# the ECDSA-verify bound, measured in one run (issue "Enforcement end to end").
+#
+#   Benchmarks/enforcement.sh [rounds=3] [seconds=10]
+#
+# Starts its own nginx upstream (GET /hello: 64 B), redis-server and a release
+# `assertgate serve --workers 1` on free loopback ports; load comes from
+# `assertgate-device load` (HTTP/2, C connections x S streams, a fresh
+# assertion on every request). Alternates passthrough / asserted each round.
+# Gateway CPU is read from /proc/<pid>/stat, so "per core" figures are
+# requests per gateway CPU-second, robust to the load generator sharing the
+# machine. Prints a Markdown report on stdout; logs go to $WORK.
+set -euo pipefail
+ROUNDS="${1:-3}"
+SECS="${2:-10}"
+C="${CONNS:-4}"
+S="${STREAMS:-16}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="$(mktemp -d /tmp/assertgate-bench.XXXXXX)"
+BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+GW="$BIN/assertgate"
+DEV="$BIN/assertgate-device"
+[ -x "$GW" ] && [ -x "$DEV" ] || { echo "build first: swift build -c release --product assertgate --product assertgate-device" >&2; exit 2; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+UP=$(free_port); RP=$(free_port); GP=$(free_port); AP=$(free_port)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+# Upstream: nginx, 1 worker, keep-alive, like ../shared/bench's "legacy API".
+mkdir -p "$WORK/nginx/logs"
+cat >"$WORK/nginx/nginx.conf" <<NG
+worker_processes 1;
+error_log $WORK/nginx/logs/error.log warn;
+pid $WORK/nginx/nginx.pid;
+events { worker_connections 16384; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  keepalive_timeout 120s;
+  server {
+    listen 127.0.0.1:$UP;
+    location / { default_type application/json; return 200 '{"ok":true,"padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}\n'; }
+  }
+}
+NG
+nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
+redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" & pids+=($!)
+"$DEV" init-ca --state "$WORK/device" >/dev/null 2>&1
+cat >"$WORK/gw.yaml" <<YAML
+listeners: [{address: 127.0.0.1:$GP}]
+admin: {address: 127.0.0.1:$AP}
+apps: [{appId: ABCDE12345.com.example.app, environments: [development]}]
+attestation:
+  trustAnchors: [$WORK/device/ca/root.cert.pem]
+  receiptTrustAnchors: [$WORK/device/ca/receipt-root.cert.pem]
+  challengeRate: {perSecond: 100000, burst: 100000}
+store: {redis: {url: "redis://127.0.0.1:$RP/0"}}
+upstreams: {api: {endpoints: [http://127.0.0.1:$UP]}}
+routes:
+  - {match: {prefix: /api/}, upstream: api, mode: enforce}
+  - {match: {prefix: /open/}, upstream: api, mode: passthrough}
+logging: {level: warning, format: text}
+YAML
+"$GW" serve --config "$WORK/gw.yaml" --workers 1 >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$AP/readyz" >/dev/null && break; sleep 0.1; done
+
+cpu() { awk '{print $14+$15}' "/proc/$GWPID/stat"; }   # clock ticks (utime+stime)
+TCK=$(getconf CLK_TCK)
+run() { # name path extra-args...
+    local name=$1 path=$2; shift 2
+    local before after
+    before=$(cpu)
+    "$DEV" load --gateway "http://127.0.0.1:$GP" --state "$WORK/device" --path "$path" \
+        --connections "$C" --streams "$S" --duration "$SECS" --warmup 2 --json "$@" >"$WORK/$name.json" 2>>"$WORK/load.log"
+    after=$(cpu)
+    python3 - "$WORK/$name.json" "$before" "$after" "$TCK" "$name" >>"$WORK/rows.tsv" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); b, a, tck, name = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+cpu_s = (a - b) / tck
+lat = r["latencyMs"]
+print("\t".join(str(x) for x in [name, r["requests"], r["successes"], round(r["requestsPerSecond"]), cpu_s,
+      lat.get("p50"), lat.get("p99"), lat.get("mean")]))
+PY
+}
+
+: >"$WORK/rows.tsv"
+openssl speed -seconds 5 ecdsap256 2>/dev/null | awk '/256 bits ecdsa/ {print $NF}' | tail -1 >"$WORK/verify.txt"
+for i in $(seq "$ROUNDS"); do
+    run "passthrough-$i" /open/hello --passthrough
+    redis-cli -p "$RP" CONFIG RESETSTAT >/dev/null
+    run "asserted-$i" /api/hello
+    redis-cli -p "$RP" INFO commandstats | tr -d '\r' | grep -E '^cmdstat_(evalsha|hmget|get|set|eval):' >"$WORK/commandstats-$i.txt" || true
+done
+# Latency below saturation: both modes at half of the asserted median rate.
+HALF=$(python3 -c "
+import statistics
+rows=[l.split('\t') for l in open('$WORK/rows.tsv')]
+print(int(statistics.median(float(r[3]) for r in rows if r[0].startswith('asserted'))/2))")
+for i in $(seq "$ROUNDS"); do
+    run "half-passthrough-$i" /open/hello --passthrough --rate "$HALF"
+    run "half-asserted-$i" /api/hello --rate "$HALF"
+done
+
+python3 - "$WORK" "$C" "$S" "$SECS" "$HALF" <<'PY'
+import statistics, sys, glob
+work, c, s, secs, half = sys.argv[1:6]
+rows = [l.rstrip("\n").split("\t") for l in open(f"{work}/rows.tsv")]
+verify = float(open(f"{work}/verify.txt").read().strip() or "nan")
+def pick(prefix):
+    return [r for r in rows if r[0].rsplit("-", 1)[0] == prefix]
+def med(rs, i): return statistics.median(float(r[i]) for r in rs)
+p, a = pick("passthrough"), pick("asserted")
+hp, ha = pick("half-passthrough"), pick("half-asserted")
+per_core = lambda rs: statistics.median(float(r[1]) / float(r[4]) for r in rs if float(r[4]) > 0)
+t_verify = 1 / verify
+t_pass = 1 / per_core(p)
+bound = 1 / (t_verify + t_pass)
+ev = [open(f).read() for f in sorted(glob.glob(f"{work}/commandstats-*.txt"))]
+print(f"| measure | passthrough | asserted |\n|---|---|---|")
+print(f"| requests/s (wall, median of {len(a)}) | {med(p,3):,.0f} | {med(a,3):,.0f} |")
+print(f"| requests per gateway CPU-second (1 worker) | {per_core(p):,.0f} | {per_core(a):,.0f} |")
+print(f"| p50 / p99 ms at saturation | {med(p,5):.2f} / {med(p,6):.2f} | {med(a,5):.2f} / {med(a,6):.2f} |")
+print(f"| p50 / p99 ms at {half} req/s (half of asserted peak) | {med(hp,5):.2f} / {med(hp,6):.2f} | {med(ha,5):.2f} / {med(ha,6):.2f} |")
+print()
+print(f"- `openssl speed -seconds 5 ecdsap256` verify/s (same run): {verify:,.0f} → t_verify = {t_verify*1e6:.1f} µs")
+print(f"- t_passthrough = 1 / passthrough per-core rate = {t_pass*1e6:.1f} µs; bound 1/(t_verify + t_passthrough) = {bound:,.0f} req/s per core")
+print(f"- asserted per core / bound = **{per_core(a)/bound:.2f}** (goal ≥ 0.7)")
+print(f"- p99 added by enforcement at half load: **{(med(ha,6)-med(hp,6)):.2f} ms** (goal < 1 ms)")
+print(f"- load: {c} connections × {s} streams, {secs} s measured + 2 s warm-up per run")
+print("- Redis `INFO commandstats` over each asserted run (requests include the warm-up):")
+for i, e in enumerate(ev, 1):
+    reqs = [r for r in a if r[0] == f"asserted-{i}"]
+    print(f"  - round {i}: " + ", ".join(l.split(":")[0].replace("cmdstat_","") + " " + l.split("calls=")[1].split(",")[0] for l in e.splitlines()))
+PY
+echo
+echo "raw: $WORK"
