@@ -1,0 +1,105 @@
+import AssertGateTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Integration {
+    /// The `assertgate serve` binary as an operator runs it: SIGHUP reloads
+    /// (an invalid file keeps the running configuration), SIGTERM drains the
+    /// in-flight request and exits 0.
+    @Suite(.serialized) struct ServeProcessTests {
+        @Test func sighupReloadsAndSigtermDrainsThenExitsZero() async throws {
+            let binary = try #require(BuiltProduct.path("assertgate"), "assertgate is not built next to the tests")
+            let upstream = try await TestUpstream()
+            let dir = NSTemporaryDirectory() + "assertgate-serve-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let port = try RedisServerFixture.freePort()
+            let adminPort = try RedisServerFixture.freePort()
+            func config(mode: String) -> String {
+                """
+                listeners: [{address: 127.0.0.1:\(port)}]
+                admin: {address: 127.0.0.1:\(adminPort)}
+                apps: [{appId: ABCDE12345.com.example.app, environments: [development]}]
+                store: {memory: {}}
+                upstreams: {legacy: {endpoints: [http://127.0.0.1:\(upstream.port)]}}
+                routes:
+                  - {match: {prefix: /slow}, upstream: legacy, mode: passthrough}
+                  - {match: {prefix: /open/}, upstream: legacy, mode: \(mode)}
+                logging: {level: info, format: json}
+
+                """
+            }
+            let configPath = dir + "/gw.yaml"
+            try config(mode: "passthrough").write(toFile: configPath, atomically: true, encoding: .utf8)
+
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["serve", "--config", configPath, "--workers", "1", "--drain-seconds", "10"]
+            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: { () -> String in
+                let p = dir + "/gw.log"
+                _ = FileManager.default.createFile(atPath: p, contents: nil)
+                return p
+            }()))
+            process.standardError = log
+            process.standardOutput = log
+            let exited = AsyncStream.makeStream(of: Int32.self)
+            process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
+            try process.run()
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+            let base = "http://127.0.0.1:\(port)"
+            // Waiting for an external process to listen, bounded by a deadline.
+            #expect(try await poll { try await Run.tool("curl", ["-sf", "http://127.0.0.1:\(adminPort)/healthz"]).status == 0 })
+
+            func trust() async throws -> String {
+                _ = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(base)/open/x"])
+                return upstream.requests.last?.headers.first(name: "x-assertgate-trust") ?? ""
+            }
+            #expect(try await trust() == "none")
+
+            // SIGHUP with a valid change: the route becomes monitor.
+            try config(mode: "monitor").write(toFile: configPath, atomically: true, encoding: .utf8)
+            kill(process.processIdentifier, SIGHUP)
+            #expect(try await poll { try await trust() == "missing" })
+
+            // SIGHUP with a broken file: logged, the running configuration stays.
+            try "routes: [oops".write(toFile: configPath, atomically: true, encoding: .utf8)
+            kill(process.processIdentifier, SIGHUP)
+            #expect(try await poll {
+                (try? String(contentsOfFile: dir + "/gw.log", encoding: .utf8))?.contains("reload refused") == true
+            })
+            #expect(try await trust() == "missing")
+
+            // SIGTERM while a slow request is in flight: it completes, then the process exits 0.
+            let before = upstream.requests.count
+            async let slow = Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-w", "\n%{http_code}", "\(base)/slow?ms=1500"])
+            try await upstream.waitForRequests(before + 1)
+            kill(process.processIdentifier, SIGTERM)
+            let answered = try await slow
+            #expect(answered.stdout.hasSuffix("\n200"), "\(answered.stdout) \(answered.stderr)")
+            var status: Int32 = -1
+            for await s in exited.stream {
+                status = s
+                break
+            }
+            #expect(status == 0)
+            let refused = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(base)/open/x"])
+            #expect(refused.status != 0)
+            try await upstream.stop()
+        }
+
+        /// Polls a condition on an external process with a 10 s deadline.
+        private func poll(_ condition: () async throws -> Bool) async throws -> Bool {
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if try await condition() { return true }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return false
+        }
+    }
+}
