@@ -13,12 +13,7 @@ struct VerifyAssertionCommand: ParsableCommand {
     var assertion: [String] = []
     @Option(name: .customLong("public-key"), help: "File with a PEM public key or the hex of the 65-byte point.")
     var publicKey: [String] = []
-    @Option(name: .customLong("app-id"), help: "The App ID, TEAMID.bundle.id.")
-    var appId: [String] = []
-    @Option(name: .customLong("client-data-hash-hex"), help: "clientDataHash in hex (any length).")
-    var clientDataHashHex: [String] = []
-    @Option(name: .customLong("client-data"), help: "clientData; clientDataHash = SHA-256 of its UTF-8 bytes.")
-    var clientData: [String] = []
+    @OptionGroup var common: OfflineClientDataOptions
     @Option(name: .customLong("previous-counter"), help: "The stored counter; the assertion's must be greater.")
     var previousCounter: [String] = []
     /// Unknown options land here so they are a usage error (exit 2) too.
@@ -29,8 +24,7 @@ struct VerifyAssertionCommand: ParsableCommand {
         if let first = unrecognized.first { throw OfflineCLI.usage("unexpected argument '\(first)'") }
         let assertionPath = try OfflineCLI.single(assertion, "--assertion")
         let keyPath = try OfflineCLI.single(publicKey, "--public-key")
-        let app = try OfflineCLI.single(appId, "--app-id")
-        let clientDataHash = try OfflineCLI.clientDataHash(hex: clientDataHashHex, text: clientData)
+        let (app, clientDataHash) = try common.resolved()
         guard previousCounter.count <= 1 else { throw OfflineCLI.usage("--previous-counter given more than once") }
         var previous: UInt32?
         if let text = previousCounter.first {
@@ -73,5 +67,20 @@ struct VerifyAssertionCommand: ParsableCommand {
         } catch let error as P256PublicKey.ParseError {
             throw OfflineCLI.usage("--public-key: \(error)")
         }
+    }
+}
+
+/// The options both offline commands share: the App ID and the client data.
+/// Arrays, so that a repeated option is a usage error rather than "last wins".
+struct OfflineClientDataOptions: ParsableArguments {
+    @Option(name: .customLong("app-id"), help: "The App ID, TEAMID.bundle.id.")
+    var appId: [String] = []
+    @Option(name: .customLong("client-data-hash-hex"), help: "clientDataHash in hex (any length).")
+    var clientDataHashHex: [String] = []
+    @Option(name: .customLong("client-data"), help: "clientData; clientDataHash = SHA-256 of its UTF-8 bytes.")
+    var clientData: [String] = []
+
+    func resolved() throws -> (appId: String, clientDataHash: [UInt8]) {
+        (try OfflineCLI.single(appId, "--app-id"), try OfflineCLI.clientDataHash(hex: clientDataHashHex, text: clientData))
     }
 }

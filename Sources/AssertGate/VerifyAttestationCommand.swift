@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssertGateCore
 import Foundation
 import Verifier
 
@@ -14,12 +15,7 @@ struct VerifyAttestationCommand: ParsableCommand {
     var attestation: [String] = []
     @Option(name: .customLong("key-id"), help: "The key ID as the app sent it (base64, either alphabet).")
     var keyId: [String] = []
-    @Option(name: .customLong("app-id"), help: "The App ID, TEAMID.bundle.id.")
-    var appId: [String] = []
-    @Option(name: .customLong("client-data-hash-hex"), help: "clientDataHash in hex (any length).")
-    var clientDataHashHex: [String] = []
-    @Option(name: .customLong("client-data"), help: "clientData; clientDataHash = SHA-256 of its UTF-8 bytes.")
-    var clientData: [String] = []
+    @OptionGroup var common: OfflineClientDataOptions
     @Option(name: .customLong("at"), help: "Verification time, RFC 3339.")
     var at: [String] = []
     @Option(name: .customLong("trust-anchor"), help: "PEM file of trust anchors (repeatable); replaces the Apple roots.")
@@ -34,8 +30,7 @@ struct VerifyAttestationCommand: ParsableCommand {
         if let first = unrecognized.first { throw OfflineCLI.usage("unexpected argument '\(first)'") }
         let attestationPath = try OfflineCLI.single(attestation, "--attestation")
         let keyIdText = try OfflineCLI.single(keyId, "--key-id")
-        let app = try OfflineCLI.single(appId, "--app-id")
-        let clientDataHash = try OfflineCLI.clientDataHash(hex: clientDataHashHex, text: clientData)
+        let (app, clientDataHash) = try common.resolved()
         let atText = try OfflineCLI.single(at, "--at")
         guard let time = RFC3339Time(atText) else { throw OfflineCLI.usage("--at is not an RFC 3339 time: \(atText)") }
         let skew = try OfflineCLI.clockSkew(clockSkew)
@@ -192,21 +187,5 @@ indirect enum JSONValue {
         }
     }
 
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ s: String) -> String { JSONText.quoted(s) }
 }
