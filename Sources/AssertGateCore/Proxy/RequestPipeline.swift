@@ -23,7 +23,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     private var state: State
-    private var request: ProxyRequest
+    private let request: ProxyRequest
     private let bodyInfo: RequestBodyInfo
     /// Strong: the cycle with the sink is broken when the sink drops the pipeline (pipelineFinished/abort).
     private let sink: ResponseSink
