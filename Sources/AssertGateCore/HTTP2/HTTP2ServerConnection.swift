@@ -394,8 +394,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         _ name: String, _ value: String, flags: UInt8, bytes: inout [UInt8], spans: inout [NVSpan]
     ) {
         let ns = bytes.count
-        for b in name.utf8 { bytes.append(ASCII.lower(b)) }
+        // One bulk copy, then lower-case in place (not a checked append per byte).
+        bytes.append(contentsOf: name.utf8)
         let vs = bytes.count
+        bytes.withUnsafeMutableBufferPointer { b in
+            for i in ns..<vs { b[i] = ASCII.lower(b[i]) }
+        }
         bytes.append(contentsOf: value.utf8)
         spans.append(NVSpan(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: bytes.count - vs, flags: flags))
     }
