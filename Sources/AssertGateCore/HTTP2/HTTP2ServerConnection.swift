@@ -28,6 +28,17 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private var context: ChannelHandlerContext?
     private(set) var allocator = ByteBufferAllocator()
     private var streams: [Int32: HTTP2Stream] = [:]
+    /// The stream looked up last: a request's callbacks and events come one stream at a
+    /// time, so most lookups skip hashing. Cleared whenever a stream leaves `streams`.
+    private var lastStream: HTTP2Stream?
+
+    @inline(__always)
+    private func lookupStream(_ id: Int32) -> HTTP2Stream? {
+        if let s = lastStream, s.id == id { return s }
+        let s = streams[id]
+        if s != nil { lastStream = s }
+        return s
+    }
     private var events: [Event] = []
     private var inRead = false
     /// True while nghttp2 runs (mem_recv/mem_send): debug builds assert that no
@@ -103,6 +114,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private func abortAll() {
         let open = streams.values
         streams.removeAll()
+        lastStream = nil
         for s in open {
             s.isClosed = true
             s.pipeline?.downstreamAborted()
@@ -235,22 +247,23 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private func handle(_ event: Event) {
         switch event {
         case .requestHead(let id, let endStream):
-            guard let stream = streams[id], !stream.isClosed else { return }
+            guard let stream = lookupStream(id), !stream.isClosed else { return }
             startRequest(stream, endStream: endStream)
         case .body(let id, let buffer):
-            if let p = streams[id]?.pipeline {
+            if let p = lookupStream(id)?.pipeline {
                 p.receiveBody(buffer)
             } else {
                 consume(streamId: id, bytes: buffer.readableBytes)
             }
         case .requestEnd(let id):
-            streams[id]?.pipeline?.receiveEnd()
+            lookupStream(id)?.pipeline?.receiveEnd()
         case .closed(let id):
+            if lastStream?.id == id { lastStream = nil }
             guard let stream = streams.removeValue(forKey: id) else { return }
             stream.isClosed = true
             if let p = stream.pipeline { p.downstreamAborted() }
         case .drained(let id):
-            streams[id]?.pipeline?.downstreamDrained()
+            lookupStream(id)?.pipeline?.downstreamDrained()
         case .abuse:
             enhanceYourCalm()
         }
@@ -381,8 +394,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         _ name: String, _ value: String, flags: UInt8, bytes: inout [UInt8], spans: inout [NVSpan]
     ) {
         let ns = bytes.count
-        for b in name.utf8 { bytes.append(ASCII.lower(b)) }
+        // One bulk copy, then lower-case in place (not a checked append per byte).
+        bytes.append(contentsOf: name.utf8)
         let vs = bytes.count
+        bytes.withUnsafeMutableBufferPointer { b in
+            for i in ns..<vs { b[i] = ASCII.lower(b[i]) }
+        }
         bytes.append(contentsOf: value.utf8)
         spans.append(NVSpan(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: bytes.count - vs, flags: flags))
     }
@@ -488,14 +505,16 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
         else { return 0 }
         let id = frame.pointee.hd.stream_id
-        streams[id] = HTTP2Stream(id: id, connection: self)
+        let stream = HTTP2Stream(id: id, connection: self)
+        streams[id] = stream
+        lastStream = stream
         return 0
     }
 
     fileprivate func cbHeader(
         _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
     ) -> Int32 {
-        guard let stream = streams[frame.pointee.hd.stream_id] else { return 0 }
+        guard let stream = lookupStream(frame.pointee.hd.stream_id) else { return 0 }
         stream.headerListBytes += name.count + value.count + 32
         if stream.headerListBytes > limits.maxHeaderListBytes {
             stream.headersTooLarge = true
@@ -529,7 +548,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            guard let stream = streams[hd.stream_id] else { return 0 }
+            guard let stream = lookupStream(hd.stream_id) else { return 0 }
             if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
                 stream.headersDone = true
                 if !stream.headersTooLarge { events.append(.requestHead(hd.stream_id, endStream: endStream)) }

@@ -1,3 +1,4 @@
+import NIOCore
 import NIOHTTP1
 
 /// Header rewriting of protocol.md §6 (requests) and §5 (responses).
@@ -64,26 +65,61 @@ enum HeaderRewriter {
         requestId: String, clientAddress: String?, scheme: String, extra: [(String, String)],
         bodyFraming: RequestBodyFraming, fallbackHost: String? = nil
     ) -> HTTPHeaders {
-        let listed = connectionTokens(client)
         var out = HTTPHeaders()
         out.reserveCapacity(client.count + 6 + extra.count)
+        writeUpstreamRequestHeaders(
+            into: &out, client: client, authority: authority, route: route, snapshot: snapshot,
+            requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
+            bodyFraming: bodyFraming, fallbackHost: fallbackHost)
+        return out
+    }
+
+    /// The whole HTTP/1.1 request head as bytes (request line, the headers of
+    /// `upstreamRequestHeaders`, empty line); nil when a name, value or the target
+    /// is not valid to send (NIO's header validator would have refused it too).
+    static func upstreamRequestHead(
+        method: String, target: String, client: HTTPHeaders, authority: String?, route: RouteConfig,
+        snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
+        extra: [(String, String)], bodyFraming: RequestBodyFraming, fallbackHost: String? = nil,
+        allocator: ByteBufferAllocator
+    ) -> UpstreamRequestHead? {
+        var writer = UpstreamHeadWriter(method: method, target: target, allocator: allocator)
+        writeUpstreamRequestHeaders(
+            into: &writer, client: client, authority: authority, route: route, snapshot: snapshot,
+            requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
+            bodyFraming: bodyFraming, fallbackHost: fallbackHost)
+        guard writer.isValid else { return nil }
+        return UpstreamRequestHead(bytes: writer.finish(), isHead: method == "HEAD", chunked: bodyFraming == .chunked)
+    }
+
+    static func writeUpstreamRequestHeaders<Sink: UpstreamHeaderSink>(
+        into out: inout Sink, client: HTTPHeaders, authority: String?, route: RouteConfig,
+        snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
+        extra: [(String, String)], bodyFraming: RequestBodyFraming, fallbackHost: String?
+    ) {
+        let listed = connectionTokens(client)
         if let authority { out.add(name: "Host", value: authority) }
         var xff: String?
         var forwarded: String?
+        var sawHost = false
         for (name, value) in client {
+            let n = name.utf8.count
+            let isHost = n == 4 && ASCII.equalsCI(name, "host")
+            if isHost { sawHost = true }
             if isHopByHop(name) { continue }
             if !listed.isEmpty, isListed(name, listed) { continue }
-            if ASCII.equalsCI(name, "x-request-id") || ASCII.equalsCI(name, "x-forwarded-proto")
-                || ASCII.equalsCI(name, "content-length") || ASCII.equalsCI(name, "expect")
+            // Length first: most names are rejected by one integer compare.
+            if (n == 12 && ASCII.equalsCI(name, "x-request-id")) || (n == 17 && ASCII.equalsCI(name, "x-forwarded-proto"))
+                || (n == 14 && ASCII.equalsCI(name, "content-length")) || (n == 6 && ASCII.equalsCI(name, "expect"))
             {
                 continue
             }
-            if authority != nil, ASCII.equalsCI(name, "host") { continue }
-            if ASCII.equalsCI(name, "x-forwarded-for") {
+            if isHost, authority != nil { continue }
+            if n == 15, ASCII.equalsCI(name, "x-forwarded-for") {
                 xff = xff.map { $0 + ", " + value } ?? value
                 continue
             }
-            if ASCII.equalsCI(name, "forwarded") {
+            if n == 9, ASCII.equalsCI(name, "forwarded") {
                 forwarded = forwarded.map { $0 + ", " + value } ?? value
                 continue
             }
@@ -94,7 +130,7 @@ enum HeaderRewriter {
             }
             out.add(name: name, value: value)
         }
-        if authority == nil, let fallbackHost, !client.contains(name: "host") {
+        if authority == nil, let fallbackHost, !sawHost {
             // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one.
             out.add(name: "Host", value: fallbackHost)
         }
@@ -110,13 +146,10 @@ enum HeaderRewriter {
         }
         out.add(name: "X-Request-Id", value: requestId)
         let client = clientAddress ?? "unknown"
-        out.add(name: "X-Forwarded-For", value: xff.map { $0 + ", " + client } ?? client)
-        let node = client.contains(":") ? "\"[\(client)]\"" : client
-        let element = "for=\(node);proto=\(scheme)"
-        out.add(name: "Forwarded", value: forwarded.map { $0 + ", " + element } ?? element)
+        out.add(name: "X-Forwarded-For", list: xff, last: client)
+        out.addForwarded(list: forwarded, node: client, quotedIPv6: client.utf8.contains(UInt8(ascii: ":")), scheme: scheme)
         out.add(name: "X-Forwarded-Proto", value: scheme)
         for (name, value) in extra { out.add(name: name, value: value) }
-        return out
     }
 
     /// Upstream response headers → client: hop-by-hop removed, X-Request-Id replaced.
@@ -150,5 +183,135 @@ extension Substring {
         while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
         while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
         return s
+    }
+}
+
+/// Receives the upstream request headers built by `HeaderRewriter`: an `HTTPHeaders`
+/// (tests, tools) or the bytes of the HTTP/1.1 request head (the proxy's hot path).
+protocol UpstreamHeaderSink {
+    mutating func add(name: String, value: String)
+    /// `<list>, <last>` when the client sent a list, else `<last>` (X-Forwarded-For).
+    mutating func add(name: String, list: String?, last: String)
+    /// The `Forwarded` value: `<list>, for=<node>;proto=<scheme>` (`list, ` only when present),
+    /// with an IPv6 node written as `"[addr]"`.
+    mutating func addForwarded(list: String?, node: String, quotedIPv6: Bool, scheme: String)
+}
+
+extension HTTPHeaders: UpstreamHeaderSink {
+    mutating func add(name: String, list: String?, last: String) {
+        add(name: name, value: list.map { $0 + ", " + last } ?? last)
+    }
+
+    mutating func addForwarded(list: String?, node: String, quotedIPv6: Bool, scheme: String) {
+        let n = quotedIPv6 ? "\"[\(node)]\"" : node
+        let element = "for=\(n);proto=\(scheme)"
+        add(name: "Forwarded", value: list.map { $0 + ", " + element } ?? element)
+    }
+}
+
+/// Writes an HTTP/1.1 request head straight into a `ByteBuffer` (no `HTTPHeaders`,
+/// no `HTTPRequestHead`, no NIO encoder). Names must be tokens and values free of
+/// CR, LF and NUL, as NIO's header validator requires; a violation marks the head invalid.
+struct UpstreamHeadWriter: UpstreamHeaderSink {
+    var buffer: ByteBuffer
+    private(set) var isValid = true
+
+    init(method: String, target: String, allocator: ByteBufferAllocator) {
+        buffer = allocator.buffer(capacity: 512)
+        isValid = Self.isToken(method) && Self.isTarget(target)
+        buffer.writeString(method)
+        buffer.writeInteger(UInt8(ascii: " "))
+        buffer.writeString(target)
+        buffer.writeStaticString(" HTTP/1.1\r\n")
+    }
+
+    mutating func add(name: String, value: String) {
+        if !(Self.isToken(name) && Self.isFieldValue(value)) { isValid = false }
+        buffer.writeString(name)
+        buffer.writeStaticString(": ")
+        buffer.writeString(value)
+        buffer.writeStaticString("\r\n")
+    }
+
+    mutating func add(name: String, list: String?, last: String) {
+        if !(Self.isToken(name) && Self.isFieldValue(last)) { isValid = false }
+        buffer.writeString(name)
+        buffer.writeStaticString(": ")
+        if let list {
+            if !Self.isFieldValue(list) { isValid = false }
+            buffer.writeString(list)
+            buffer.writeStaticString(", ")
+        }
+        buffer.writeString(last)
+        buffer.writeStaticString("\r\n")
+    }
+
+    mutating func addForwarded(list: String?, node: String, quotedIPv6: Bool, scheme: String) {
+        if !(Self.isFieldValue(node) && Self.isFieldValue(scheme)) { isValid = false }
+        buffer.writeStaticString("Forwarded: ")
+        if let list {
+            if !Self.isFieldValue(list) { isValid = false }
+            buffer.writeString(list)
+            buffer.writeStaticString(", ")
+        }
+        buffer.writeStaticString("for=")
+        if quotedIPv6 { buffer.writeStaticString("\"[") }
+        buffer.writeString(node)
+        if quotedIPv6 { buffer.writeStaticString("]\"") }
+        buffer.writeStaticString(";proto=")
+        buffer.writeString(scheme)
+        buffer.writeStaticString("\r\n")
+    }
+
+    /// Ends the head (empty line) and returns its bytes.
+    mutating func finish() -> ByteBuffer {
+        buffer.writeStaticString("\r\n")
+        return buffer
+    }
+
+    // The checks of NIO's NIOHTTPRequestHeadersValidator, which this writer replaces.
+
+    /// RFC 9110 token characters (method, header names).
+    static func isToken(_ s: String) -> Bool {
+        !s.isEmpty && allBytes(s) { b in
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"),
+                UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
+                UInt8(ascii: "|"), UInt8(ascii: "~"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    /// No control character but HTAB (CR/LF/NUL would split or smuggle requests).
+    static func isFieldValue(_ s: String) -> Bool {
+        allBytes(s) { b in b == UInt8(ascii: "\t") || (b >= 0x20 && b != 0x7F) }
+    }
+
+    /// The bytes RFC 3986 allows unencoded in a request target.
+    static func isTarget(_ s: String) -> Bool {
+        allBytes(s) { b in
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"), UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"),
+                UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "@"), UInt8(ascii: "!"), UInt8(ascii: "$"),
+                UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"),
+                UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: "%"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    @inline(__always)
+    private static func allBytes(_ s: String, _ ok: (UInt8) -> Bool) -> Bool {
+        if let r = s.utf8.withContiguousStorageIfAvailable({ bytes in bytes.allSatisfy(ok) }) { return r }
+        return s.utf8.allSatisfy(ok)
     }
 }

@@ -23,12 +23,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     private var state: State
-    private var request: ProxyRequest
+    private let request: ProxyRequest
     private let bodyInfo: RequestBodyInfo
     /// Strong: the cycle with the sink is broken when the sink drops the pipeline (pipelineFinished/abort).
     private let sink: ResponseSink
     private let worker: Worker
-    private var upstreamHead: HTTPRequestHead?
+    private var upstreamHead: UpstreamRequestHead?
 
     private var requestEnded: Bool
     private var bodyReceived = 0
@@ -215,16 +215,22 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             } else {
                 framing = bodyInfo.framing
             }
-            let headers = HeaderRewriter.upstreamRequestHeaders(
-                client: request.headers, authority: request.authority, route: route, snapshot: snapshot,
-                requestId: request.requestId, clientAddress: request.clientAddress, scheme: request.scheme,
-                extra: extra, bodyFraming: framing,
-                fallbackHost: snapshot.config.upstreams[route.upstream]?.endpoints.first.map {
-                    HostPort(host: $0.host, port: $0.port).description
-                })
-            upstreamHead = HTTPRequestHead(
-                version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: request.target,
-                headers: headers)
+            // The Host fallback is only needed when the client gave no authority.
+            let fallbackHost = request.authority != nil ? nil : snapshot.config.upstreams[route.upstream]?.endpoints.first.map {
+                HostPort(host: $0.host, port: $0.port).description
+            }
+            guard
+                let head = HeaderRewriter.upstreamRequestHead(
+                    method: request.method, target: request.target, client: request.headers,
+                    authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
+                    clientAddress: request.clientAddress, scheme: request.scheme, extra: extra, bodyFraming: framing,
+                    fallbackHost: fallbackHost, allocator: sink.allocator)
+            else {
+                // A name, value or target NIO's validator would refuse: nothing is sent.
+                answer(.upstreamUnavailable)
+                return
+            }
+            upstreamHead = head
             lease(route, attempt: 0)
         }
     }

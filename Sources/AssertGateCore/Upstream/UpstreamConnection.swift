@@ -55,17 +55,27 @@ final class UpstreamConnection {
         endpoint.pool.trackInflight(self)
     }
 
-    func sendHead(_ head: HTTPRequestHead, end: Bool) {
-        channel.write(HTTPClientRequestPart.head(head), promise: nil)
-        if end { sendEnd() } else { channel.flush() }
+    /// Body framing of the current exchange (chunk headers are added here).
+    private var chunked = false
+
+    func sendHead(_ head: UpstreamRequestHead, end: Bool) {
+        chunked = head.chunked
+        handler.writeHead(head)
+        if end { sendEnd() } else { handler.flush() }
     }
 
     func sendBody(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
-        channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: promise)
+        if chunked {
+            handler.writeChunk(buffer, promise: promise)
+        } else {
+            handler.write(buffer, promise: promise)
+        }
+        handler.flush()
     }
 
     func sendEnd() {
-        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        if chunked { handler.writeLastChunk() }
+        handler.flush()
         requestDone = true
         if !responseDone, responseDeadline == nil {
             responseDeadline = .now() + responseTimeout
@@ -157,20 +167,101 @@ final class UpstreamConnection {
     }
 }
 
+/// A request head already serialised by `HeaderRewriter` (see `UpstreamHeadWriter`).
+struct UpstreamRequestHead {
+    var bytes: ByteBuffer
+    /// HEAD: the response decoder must not expect a body.
+    var isHead: Bool
+    /// `Transfer-Encoding: chunked` was written: body writes get chunk framing.
+    var chunked: Bool
+}
+
+/// The first handler of an upstream channel (next to the socket): request bytes are
+/// written from here, past the response decoder, so they need no `HTTPClientRequestPart`.
+final class UpstreamWriteHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    private(set) var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+}
+
 /// The last handler of an upstream channel: forwards parts to the connection and
-/// holds `read()` while the downstream is congested (back-pressure).
+/// holds `read()` while the downstream is congested (back-pressure). Writes the
+/// request (head bytes, body, chunk framing) through `UpstreamWriteHandler`.
 final class UpstreamClientHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundIn = HTTPClientRequestPart
-    typealias OutboundOut = HTTPClientRequestPart
+    /// Nothing is written through this handler (see `write`); it only holds `read()`.
+    typealias OutboundIn = ByteBuffer
 
     var connection: UpstreamConnection?
     var readsPaused = false
     private var pendingRead = false
     private var context: ChannelHandlerContext?
+    private let decoder: HTTPResponseDecoder
+    private unowned let writer: UpstreamWriteHandler
+
+    /// What the decoder needs to know of a request: its method (HEAD responses have no body).
+    private static let headMarker = HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .HEAD, uri: "/"))
+    private static let getMarker = HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"))
+
+    init(decoder: HTTPResponseDecoder, writer: UpstreamWriteHandler) {
+        self.decoder = decoder
+        self.writer = writer
+    }
+
+    /// The handlers of an upstream channel, socket side first.
+    static func install(on pipeline: ChannelPipeline.SynchronousOperations) throws {
+        let writer = UpstreamWriteHandler()
+        let decoder = HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)
+        try pipeline.addHandler(writer)
+        try pipeline.addHandler(ByteToMessageHandler(decoder))
+        try pipeline.addHandler(UpstreamClientHandler(decoder: decoder, writer: writer))
+    }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func writeHead(_ head: UpstreamRequestHead) {
+        // The decoder pairs each response with a request head it saw written; it only
+        // reads the method, so a shared marker head stands in for the real one.
+        decoder.write(data: head.isHead ? Self.headMarker : Self.getMarker)
+        write(head.bytes, promise: nil)
+    }
+
+    func write(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard let ctx = writer.context else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        ctx.write(NIOAny(buffer), promise: promise)
+    }
+
+    func writeChunk(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        let n = buffer.readableBytes
+        guard n > 0 else {
+            promise?.succeed()
+            return
+        }
+        var header = (context?.channel.allocator ?? ByteBufferAllocator()).buffer(capacity: 18)
+        header.writeString(String(n, radix: 16))
+        header.writeStaticString("\r\n")
+        write(header, promise: nil)
+        write(buffer, promise: nil)
+        var crlf = header
+        crlf.clear()
+        crlf.writeStaticString("\r\n")
+        write(crlf, promise: promise)
+    }
+
+    func writeLastChunk() {
+        var last = (context?.channel.allocator ?? ByteBufferAllocator()).buffer(capacity: 5)
+        last.writeStaticString("0\r\n\r\n")
+        write(last, promise: nil)
+    }
+
+    func flush() { writer.context?.flush() }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         connection?.received(unwrapInboundIn(data))

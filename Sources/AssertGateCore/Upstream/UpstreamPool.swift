@@ -160,8 +160,7 @@ final class EndpointPool {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(UpstreamClientHandler())
+                    try UpstreamClientHandler.install(on: channel.pipeline.syncOperations)
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
