@@ -95,7 +95,11 @@ run_gateway() {
     #    import` reaches the internal parsers) with libFuzzer coverage and ASan
     #    on every Swift and C module. Nothing is linked at this step.
     echo "building AssertGateCore (sanitized) into $build..."
-    (cd "$ROOT" && swift build --build-path "$build" --target AssertGateCore --sanitize=fuzzer --sanitize=address)
+    #    SwiftPM's --sanitize=fuzzer instruments C targets only (swiftc gets it
+    #    at link time), so Swift modules get the coverage flags explicitly.
+    local swift_cov=(-Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp)
+    (cd "$ROOT" && swift build --build-path "$build" --target AssertGateCore \
+        --sanitize=fuzzer --sanitize=address "${swift_cov[@]}")
     local bin
     bin="$(cd "$ROOT" && swift build --build-path "$build" --show-bin-path)"
 
