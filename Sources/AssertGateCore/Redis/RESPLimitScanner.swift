@@ -123,11 +123,12 @@ struct RESPLimitScanner {
             phase = .bulkBody(remaining: value + 2)
             return
         }
+        // An empty array is nesting too: hiredis builds it one level deeper.
+        if open.count >= limits.maxDepth { throw .tooDeep }
         if value == 0 {
             completeElement()
             return
         }
-        if open.count >= limits.maxDepth { throw .tooDeep }
         replyElements += value
         if replyElements > limits.maxTotalElements { throw .tooManyElements }
         open.append(value)

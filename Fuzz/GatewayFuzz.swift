@@ -1,0 +1,288 @@
+// libFuzzer entry point for the gateway's parsers of attacker-controlled bytes.
+// Linked by run.sh against an AssertGateCore built with `--sanitize=fuzzer
+// --sanitize=address` in debug (testing enabled), so internal parsers are
+// reachable through `@testable import`.
+//
+// Input layout: byte 0 picks the parser (mod `FuzzTarget.allCases.count`),
+// the rest is that parser's input. Besides "never traps", each case checks
+// invariants a wrong-but-quiet parser would break; a broken invariant aborts.
+@testable import AssertGateCore
+import NIOCore
+import NIOHTTP1
+
+enum FuzzTarget: UInt8, CaseIterable {
+    case challengeBody = 0
+    case attestBody
+    case assertionHeaders
+    case codecs
+    case config
+    case resp
+    case headerRewrite
+    case valueParsers
+}
+
+/// Aborts with a message libFuzzer shows next to the crash input.
+func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
+    if !condition() { fatalError("invariant broken: \(message())") }
+}
+
+/// `name: value` lines (LF or CRLF); a line without a colon is a name with an empty value.
+func headerLines(_ bytes: ArraySlice<UInt8>) -> [(String, String)] {
+    var out: [(String, String)] = []
+    for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).prefix(64) {
+        var l = line
+        if l.last == UInt8(ascii: "\r") { l = l.dropLast() }
+        if let colon = l.firstIndex(of: UInt8(ascii: ":")), colon != l.startIndex {
+            var value = l[(colon + 1)...]
+            while value.first == UInt8(ascii: " ") { value = value.dropFirst() }
+            out.append((String(decoding: l[..<colon], as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        } else {
+            out.append((String(decoding: l, as: UTF8.self), ""))
+        }
+    }
+    return out
+}
+
+/// A config with a trust prefix, an assertion-header route and upstreams, for the header rewriter.
+let fuzzSnapshot: GatewaySnapshot? = {
+    let yaml = """
+        listeners: [{address: 127.0.0.1:8080}]
+        apps: [{appId: ABCDE12345.com.example.app, environments: [development]}]
+        store: {memory: {}}
+        upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+        routes:
+          - {match: {prefix: /api/}, upstream: api, mode: enforce}
+          - {match: {prefix: /}, upstream: api, mode: passthrough}
+        """
+    guard let config = try? ConfigLoader(environment: [:]).load(yaml: yaml, filename: "/nonexistent/fuzz.yaml") else {
+        return nil
+    }
+    return GatewaySnapshot(config: config)
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func gatewayFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    guard let data, size > 0 else { return 0 }
+    let all = UnsafeBufferPointer(start: data, count: size)
+    guard let target = FuzzTarget(rawValue: all[0] % UInt8(FuzzTarget.allCases.count)) else { return 0 }
+    let bytes = Array(all[1...])
+    switch target {
+    case .challengeBody: fuzzChallengeBody(bytes)
+    case .attestBody: fuzzAttestBody(bytes)
+    case .assertionHeaders: fuzzAssertionHeaders(bytes)
+    case .codecs: fuzzCodecs(bytes)
+    case .config: fuzzConfig(bytes)
+    case .resp: fuzzRESP(bytes)
+    case .headerRewrite: fuzzHeaderRewrite(bytes)
+    case .valueParsers: fuzzValueParsers(bytes)
+    }
+    return 0
+}
+
+func fuzzChallengeBody(_ bytes: [UInt8]) {
+    guard let request = try? ChallengeRequest.parse(bytes) else { return }
+    check(request.keyId.count == 32, "challenge keyId of \(request.keyId.count) bytes")
+    check(bytes.count <= ChallengeRequest.maxBodyBytes, "challenge body over the limit accepted")
+}
+
+func fuzzAttestBody(_ bytes: [UInt8]) {
+    guard let request = try? AttestRequest.parse(bytes) else { return }
+    check(request.keyId.count == 32, "attest keyId of \(request.keyId.count) bytes")
+    check(ChallengeCodec.isWellFormed(request.challenge), "attest accepted a malformed challenge")
+    check(request.userId.map { !$0.isEmpty && $0.utf8.count <= AttestRequest.maxUserIdBytes } ?? true, "bad userId accepted")
+    check(request.attestation.count <= AttestRequest.maxBodyBytes, "attestation over the body limit")
+}
+
+func fuzzAssertionHeaders(_ bytes: [UInt8]) {
+    guard let flags = bytes.first else { return }
+    let lines = headerLines(bytes.dropFirst())
+    var names = AssertionHeaderNames()
+    // Bit 1: take the three header names from the first three lines (a config may rename them).
+    var pairs = lines[...]
+    if flags & 2 != 0, lines.count >= 3 {
+        names.keyId = lines[0].0
+        names.assertion = lines[1].0
+        names.challenge = lines[2].0
+        pairs = lines.dropFirst(3)
+    }
+    let challengeRequired = flags & 1 != 0
+    let lookup: (String) -> String? = { name in
+        pairs.first { $0.0.lowercased() == name }?.1
+    }
+    guard let parsed = try? AssertionHeaders.parse(names: names, challengeRequired: challengeRequired, lookup: lookup)
+    else { return }
+    check(parsed.keyId.count == 32, "header keyId of \(parsed.keyId.count) bytes")
+    check(parsed.assertion.count <= AssertionHeaders.maxAssertionBytes, "assertion over 4 KiB accepted")
+    if challengeRequired {
+        check(parsed.challenge.map(ChallengeCodec.isWellFormed) == true, "required challenge missing or malformed")
+    } else {
+        check(parsed.challenge == nil, "challenge read on a route without one")
+    }
+}
+
+func fuzzCodecs(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+
+    if let keyId = try? KeyIdCodec.decode(text, reason: .malformedHeader) {
+        check(keyId.count == 32, "keyId of \(keyId.count) bytes")
+        let canonical = KeyIdCodec.encode(keyId)
+        check((try? KeyIdCodec.decode(canonical, reason: .malformedHeader)) == keyId, "keyId does not round-trip")
+    }
+
+    if ChallengeCodec.isWellFormed(text) {
+        check(text.utf8.count == 43, "challenge of \(text.utf8.count) characters accepted")
+    }
+
+    let encoded = PercentEncoding.encode(text)
+    check(encoded.utf8.allSatisfy { $0 < 0x80 }, "percent-encoding left a non-ASCII byte")
+    check(RedisURL.percentDecode(encoded[...]) == text, "percent-encoding does not round-trip")
+
+    if RequestId.isValid(text) {
+        check(RequestId.resolve(text) == text, "a valid request id was replaced")
+    } else {
+        let fresh = RequestId.resolve(text)
+        check(RequestId.isValid(fresh) && fresh != text, "an invalid request id was kept")
+    }
+    // Substrings (the HTTP/1 path hands these in) must agree with Strings.
+    check(RequestId.isValid(text[...]) == RequestId.isValid(text), "Substring and String disagree")
+
+    if let canonical = AdminKeyId.canonical(pathComponent: text[...]) {
+        check(AdminKeyId.canonical(pathComponent: canonical[...]) == canonical, "admin keyId is not canonical")
+    }
+    _ = RedisURL.percentDecode(text[...])
+    _ = ClientData.assert(method: text, path: text, challenge: text, bodyHash: text)
+    _ = ClientData.attest(challenge: text, userId: text)
+}
+
+func fuzzConfig(_ bytes: [UInt8]) {
+    // Only valid UTF-8 reaches the YAML parser (ConfigLoader.load(path:) refuses the rest).
+    guard let yaml = String(validating: bytes, as: UTF8.self) else { return }
+    // A nonexistent base directory keeps relative `{file: …}` paths from reading anything.
+    let loader = ConfigLoader(environment: ["FUZZ_SECRET": "fuzz-secret-value-0123456789abcdef"])
+    do {
+        let config = try loader.load(yaml: yaml, filename: "/nonexistent/fuzz.yaml")
+        _ = GatewaySnapshot(config: config, enforcement: nil)
+    } catch {
+        check(!error.diagnostics.isEmpty, "config error without diagnostics")
+    }
+}
+
+func fuzzRESP(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let payload = Array(bytes.dropFirst())
+    // Small limits half the time so the fuzzer reaches every limit quickly.
+    let limits = first & 0x80 != 0
+        ? RESPLimits(maxBulkLength: 64, maxArrayCount: 8, maxDepth: 3, maxReplyBytes: 512, maxTotalElements: 16, maxLineLength: 32)
+        : RESPLimits.default
+    // Feed in chunks of 1...16 bytes (low bits of byte 0) so split headers and CRLFs are exercised.
+    let chunk = Int(first & 0x0F) + 1
+    guard let reader = try? RESPReader(limits: limits) else { return }
+    var offset = 0
+    stream: while offset < payload.count {
+        let end = min(offset + chunk, payload.count)
+        let ok = payload[offset..<end].withUnsafeBytes { raw -> Bool in
+            (try? reader.feed(raw)) != nil
+        }
+        if !ok { break }
+        offset = end
+        while true {
+            let value: RESPValue?
+            do {
+                value = try reader.next()
+            } catch {
+                break stream
+            }
+            guard let value else { break }
+            checkWithin(value, limits: limits, depth: 0)
+        }
+    }
+}
+
+/// A reply the reader hands out must respect the limits the scanner enforces.
+func checkWithin(_ value: RESPValue, limits: RESPLimits, depth: Int) {
+    switch value {
+    case .bulk(let b):
+        check(b.count <= limits.maxBulkLength, "bulk of \(b.count) bytes passed the scanner")
+    case .array(let elements):
+        check(depth < limits.maxDepth, "array nested \(depth + 1) deep passed the scanner")
+        check(elements.count <= limits.maxArrayCount, "array of \(elements.count) passed the scanner")
+        for e in elements { checkWithin(e, limits: limits, depth: depth + 1) }
+    case .status(let s), .error(let s):
+        // Invalid UTF-8 turns into U+FFFD (3 bytes), so count scalars: at most one per wire byte.
+        check(s.unicodeScalars.count <= limits.maxLineLength, "line of \(s.unicodeScalars.count) scalars passed the scanner")
+    case .integer, .null:
+        break
+    }
+}
+
+func fuzzHeaderRewrite(_ bytes: [UInt8]) {
+    guard let snapshot = fuzzSnapshot, let first = bytes.first else { return }
+    let lines = headerLines(bytes.dropFirst())
+    var headers = HTTPHeaders()
+    // Only token names reach HTTPHeaders: nghttp2 (HTTP messaging on) and
+    // llhttp refuse the rest before the gateway sees them.
+    for (name, value) in lines where isToken(name) { headers.add(name: name, value: value) }
+
+    HeaderRewriter.stripTrustPrefix(&headers, snapshot: snapshot)
+    for (name, _) in headers {
+        check(!ASCII.hasPrefixCI(name, lowerPrefix: snapshot.trustPrefixLower), "trust-prefixed header survived")
+    }
+    let path = lines.first?.1 ?? "/"
+    let route = snapshot.route(method: lines.first?.0 ?? "GET", path: path[...]) ?? snapshot.config.routes.first
+    let framing: RequestBodyFraming
+    switch first & 3 {
+    case 0: framing = .none
+    case 1: framing = .empty
+    case 2: framing = .contentLength(Int(first))
+    default: framing = .chunked
+    }
+    let listed = HeaderRewriter.connectionTokens(headers)
+    if let route {
+        let up = HeaderRewriter.upstreamRequestHeaders(
+            client: headers, authority: first & 4 != 0 ? "api.example" : nil, route: route, snapshot: snapshot,
+            requestId: "fuzz-request", clientAddress: first & 8 != 0 ? "::1" : "127.0.0.1", scheme: "https",
+            extra: [], bodyFraming: framing, fallbackHost: "fallback.example")
+        for (name, _) in up {
+            check(!HeaderRewriter.isHopByHop(name) || ASCII.equalsCI(name, "transfer-encoding"), "hop-by-hop \(name) forwarded")
+            // Headers the gateway itself adds may share a name with a listed token.
+            let added = ["host", "content-length", "transfer-encoding", "x-request-id", "x-forwarded-for", "forwarded",
+                "x-forwarded-proto"]
+            check(added.contains(name.lowercased()) || !HeaderRewriter.isListed(name, listed), "Connection-listed \(name) forwarded")
+        }
+        check(up[canonicalForm: "x-request-id"] == ["fuzz-request"], "X-Request-Id not replaced")
+    }
+    let down = HeaderRewriter.downstreamResponseHeaders(headers, requestId: "fuzz-request")
+    for (name, _) in down {
+        check(!HeaderRewriter.isHopByHop(name), "hop-by-hop \(name) sent to the client")
+    }
+    check(down["x-request-id"] == ["fuzz-request"], "response X-Request-Id not replaced")
+}
+
+/// RFC 9110 `token` (tchar+).
+func isToken(_ name: String) -> Bool {
+    !name.isEmpty && name.utf8.allSatisfy { b in
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(b)
+        }
+    }
+}
+
+func fuzzValueParsers(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    if let amount = try? DurationParser.parse(text) {
+        check(amount.nanoseconds >= 0, "negative duration parsed")
+        let again = try? DurationParser.parse(DurationParser.format(amount))
+        check(again == amount, "duration \(amount) does not round-trip through format")
+    }
+    if let size = try? SizeParser.parse(text) {
+        check(size >= 0, "negative size parsed")
+        check((try? SizeParser.parse(SizeParser.format(size))) == size, "size \(size) does not round-trip")
+    }
+    if case .success(let url) = RedisURL.parse(text) {
+        _ = url
+    }
+    _ = RedisURL.redacted(text)
+}
