@@ -102,7 +102,7 @@ public final class AssertionGate: RequestGate {
     ) -> EventLoopFuture<GateDecision> {
         do throws(VerificationError) {
             _ = try parsed.verify(
-                publicKey: entry.publicKey, appId: entry.stored.appId, clientDataHash: clientDataHash,
+                verifier: entry.verifier, appId: entry.stored.appId, clientDataHash: clientDataHash,
                 previousCounter: nil)
         } catch {
             return eventLoop.makeSucceededFuture(fail(error.reason, request, route, context))
