@@ -62,7 +62,7 @@ public final class AssertionGate: RequestGate {
         }
         let bodyHash: String
         if route.bindBody, let body {
-            bodyHash = body.withUnsafeReadableBytes { Hex.encode(SHA256.hash(Array($0))) }
+            bodyHash = body.withUnsafeReadableBytes { Hex.encode(SHA256.hash($0)) }
         } else if route.bindBody {
             bodyHash = Hex.encode(SHA256.hash([]))
         } else {
@@ -102,7 +102,7 @@ public final class AssertionGate: RequestGate {
     ) -> EventLoopFuture<GateDecision> {
         do throws(VerificationError) {
             _ = try parsed.verify(
-                publicKey: entry.publicKey, appId: entry.stored.appId, clientDataHash: clientDataHash,
+                verifier: entry.verifier, appId: entry.stored.appId, clientDataHash: clientDataHash,
                 previousCounter: nil)
         } catch {
             return eventLoop.makeSucceededFuture(fail(error.reason, request, route, context))

@@ -8,6 +8,15 @@ public final class KeyCache {
     public struct Entry {
         public let stored: StoredKey
         public let publicKey: P256PublicKey
+        /// Reuses one verify context per cached key; safe because the cache
+        /// (and so the entry) is confined to its worker's loop.
+        public let verifier: P256Verifier
+
+        public init(stored: StoredKey, publicKey: P256PublicKey) {
+            self.stored = stored
+            self.publicKey = publicKey
+            self.verifier = P256Verifier(publicKey: publicKey)
+        }
     }
 
     private var entries: [[UInt8]: (entry: Entry, referenced: Bool)] = [:]

@@ -38,8 +38,27 @@ public struct ParsedAssertion: Sendable, Hashable {
     public func verify(
         publicKey: P256PublicKey, appId: String, clientDataHash: [UInt8], previousCounter: UInt32?
     ) throws(VerificationError) -> VerifiedAssertion {
+        try verify(appId: appId, clientDataHash: clientDataHash, previousCounter: previousCounter) {
+            publicKey.verify(signature: $0, digest: $1)
+        }
+    }
+
+    /// The same steps with a loop-confined verifier that reuses its OpenSSL
+    /// context (the gateway's hot path).
+    public func verify(
+        verifier: P256Verifier, appId: String, clientDataHash: [UInt8], previousCounter: UInt32?
+    ) throws(VerificationError) -> VerifiedAssertion {
+        try verify(appId: appId, clientDataHash: clientDataHash, previousCounter: previousCounter) {
+            verifier.verify(signature: $0, digest: $1)
+        }
+    }
+
+    private func verify(
+        appId: String, clientDataHash: [UInt8], previousCounter: UInt32?,
+        checkSignature: ([UInt8], [UInt8]) -> Bool
+    ) throws(VerificationError) -> VerifiedAssertion {
         let nonce = SHA256.hash(authenticatorData.raw, clientDataHash)
-        guard publicKey.verify(signature: signature, digest: SHA256.hash(nonce)) else {
+        guard checkSignature(signature, SHA256.hash(nonce)) else {
             throw .badSignature("assertion signature does not verify with the attested key")
         }
         guard ConstantTime.equal(authenticatorData.rpIdHash, SHA256.hash(appId)) else {
