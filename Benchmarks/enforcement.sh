@@ -8,9 +8,11 @@
 # `assertgate serve --workers 1` on free loopback ports; load comes from
 # `assertgate-device load` (HTTP/2, C connections x S streams, a fresh
 # assertion on every request). Alternates passthrough / asserted each round.
-# Gateway CPU is read from /proc/<pid>/stat, so "per core" figures are
-# requests per gateway CPU-second, robust to the load generator sharing the
-# machine. Prints a Markdown report on stdout; logs go to $WORK.
+# The load tool reads the gateway's CPU (/proc/<pid>/stat) at the start and the
+# end of the measured window (`--cpu-pid`), so "per core" figures are requests
+# per gateway CPU-second over exactly the measured requests (key setup and
+# warm-up excluded), robust to the load generator sharing the machine.
+# Prints a Markdown report on stdout; logs go to $WORK.
 set -euo pipefail
 ROUNDS="${1:-3}"
 SECS="${2:-10}"
@@ -67,19 +69,14 @@ YAML
 "$GW" serve --config "$WORK/gw.yaml" --workers 1 >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$AP/readyz" >/dev/null && break; sleep 0.1; done
 
-cpu() { awk '{print $14+$15}' "/proc/$GWPID/stat"; }   # clock ticks (utime+stime)
-TCK=$(getconf CLK_TCK)
 run() { # name path extra-args...
     local name=$1 path=$2; shift 2
-    local before after
-    before=$(cpu)
-    "$DEV" load --gateway "http://127.0.0.1:$GP" --state "$WORK/device" --path "$path" \
+    "$DEV" load --gateway "http://127.0.0.1:$GP" --state "$WORK/device" --path "$path" --cpu-pid "$GWPID" \
         --connections "$C" --streams "$S" --duration "$SECS" --warmup 2 --json "$@" >"$WORK/$name.json" 2>>"$WORK/load.log"
-    after=$(cpu)
-    python3 - "$WORK/$name.json" "$before" "$after" "$TCK" "$name" >>"$WORK/rows.tsv" <<'PY'
+    python3 - "$WORK/$name.json" "$name" >>"$WORK/rows.tsv" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1])); b, a, tck, name = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-cpu_s = (a - b) / tck
+r = json.load(open(sys.argv[1])); name = sys.argv[2]
+cpu_s = r["targetCPUSeconds"]
 lat = r["latencyMs"]
 print("\t".join(str(x) for x in [name, r["requests"], r["successes"], round(r["requestsPerSecond"]), cpu_s,
       lat.get("p50"), lat.get("p99"), lat.get("mean")]))

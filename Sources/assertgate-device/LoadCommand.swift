@@ -51,6 +51,9 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "Total requests per second (paced per stream slot); default: as fast as possible.")
     var rate: Double?
 
+    @Option(help: "PID of the gateway: report its CPU seconds over the measured window (Linux /proc).")
+    var cpuPid: Int32?
+
     @Flag(help: "Print the report as JSON.")
     var json = false
 
@@ -78,6 +81,7 @@ struct LoadCommand: AsyncParsableCommand {
         load.attestConcurrency = attestConcurrency
         load.userId = userId
         load.rate = rate
+        load.cpuPid = cpuPid
         let factory: AppAttestDeviceFactory? = passthrough
             ? nil
             : try DeviceCAs.loadOrCreate(directory: options.caDirectory)

@@ -126,6 +126,21 @@ struct LoadGeneratorTests {
         #expect(report.elapsedSeconds >= 0.56)
     }
 
+    @Test func cpuOfATargetProcessIsReportedForTheMeasuredWindow() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.path = "/open"
+        options.requests = 50
+        options.passthrough = true
+        options.cpuPid = getpid()
+        let report = try await LoadGenerator(options: options, group: group, deviceFactory: nil).run()
+        let cpu = try #require(report.targetCPUSeconds)
+        #expect(cpu >= 0)
+        #expect(ProcessCPU.seconds(pid: getpid()) != nil)
+        #expect(ProcessCPU.seconds(pid: -1) == nil)
+    }
+
     @Test func failuresAreCountedByStatusAndReason() async throws {
         let server = try TestH2Server()
         defer { server.stop() }

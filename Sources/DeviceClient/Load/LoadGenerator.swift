@@ -118,6 +118,10 @@ public final class LoadGenerator: Sendable {
             ? measureFrom + .nanoseconds(Int64(options.duration * 1e9)) : nil
         let quotas = Self.split(options.requests, into: clients.count)
         let options = self.options
+        // The target's CPU at the start of the measured window (after setup and warm-up).
+        let cpuAtStart: EventLoopFuture<Double?>? = options.cpuPid.map { pid in
+            clients[0].eventLoop.scheduleTask(deadline: measureFrom) { ProcessCPU.seconds(pid: pid) }.futureResult
+        }
         let futures = clients.enumerated().map { index, client in
             client.eventLoop.flatSubmit {
                 LoadWorker(
@@ -140,9 +144,15 @@ public final class LoadGenerator: Sendable {
             lastEnd = max(lastEnd, r.lastCompletion)
         }
         let elapsed = Double((lastEnd - measureFrom).nanoseconds) / 1e9
-        return LoadReport(
+        var report = LoadReport(
             options: options, keys: devices.reduce(0) { $0 + $1.count }, requests: requests, successes: successes,
             failures: failures, elapsedSeconds: elapsed, histogram: histogram)
+        if let pid = options.cpuPid, let startFuture = cpuAtStart, let startCPU = try await startFuture.get(),
+            let endCPU = ProcessCPU.seconds(pid: pid)
+        {
+            report.targetCPUSeconds = endCPU - startCPU
+        }
+        return report
     }
 
     static func split(_ total: Int?, into parts: Int) -> [Int?] {

@@ -21,6 +21,8 @@ public struct LoadOptions: Sendable {
     /// Total requests per second across all connections (paced per stream
     /// slot); nil = as fast as responses come back (closed loop).
     public var rate: Double?
+    /// A process (the gateway) whose CPU time over the measured window is reported.
+    public var cpuPid: Int32?
     public var http2 = HTTP2ClientConfiguration()
 
     public init(target: GatewayURL) {

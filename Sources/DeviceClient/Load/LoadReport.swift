@@ -23,6 +23,8 @@ public struct LoadReport: Codable, Sendable {
     public var requestsPerSecond: Double
     /// Milliseconds.
     public var latencyMs: Latency
+    /// CPU seconds the `--cpu-pid` process used during the measured window.
+    public var targetCPUSeconds: Double?
 
     init(options: LoadOptions, keys: Int, requests: Int, successes: Int, failures: [String: Int],
          elapsedSeconds: Double, histogram: Histogram<UInt64>) {
