@@ -130,7 +130,7 @@ echo $! >"$RUN/gateway.pid"
 wait_for "gateway readiness" curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz"
 
 say "6/6 demo: attest, asserted requests, replay"
-D=("$DEVICE" --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device")
+OPTS="--gateway http://127.0.0.1:$GATEWAY_PORT --state $RUN/device"
 echo "\$ assertgate-device attest --user-id alice"
 "$DEVICE" attest --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" --user-id alice
 echo
@@ -157,8 +157,8 @@ AssertGate is running (logs in $RUN/):
   admin     http://127.0.0.1:$ADMIN_PORT     (token: $ADMIN_TOKEN)
   upstream  http://127.0.0.1:$UPSTREAM_PORT   Redis 127.0.0.1:$REDIS_PORT
 Try:
-  ${D[*]} request GET /api/profile
-  ${D[*]} load --path /api/profile --connections 4 --streams 8 --duration 5
+  $DEVICE request GET /api/profile $OPTS
+  $DEVICE load --path /api/profile --connections 4 --streams 8 --duration 5 $OPTS
   curl -H 'Authorization: Bearer $ADMIN_TOKEN' http://127.0.0.1:$ADMIN_PORT/keys/<keyId>
 Stop everything with: deploy/quickstart.sh stop
 EOF
