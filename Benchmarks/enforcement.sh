@@ -18,6 +18,8 @@ ROUNDS="${1:-3}"
 SECS="${2:-10}"
 C="${CONNS:-4}"
 S="${STREAMS:-16}"
+# PIN=1: the gateway alone on CPU 1, load generator, nginx and Redis on CPU 0.
+if [ "${PIN:-0}" = 1 ]; then ON_GW="taskset -c 1"; ON_REST="taskset -c 0"; else ON_GW=""; ON_REST=""; fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="$(mktemp -d /tmp/assertgate-bench.XXXXXX)"
 BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
@@ -48,8 +50,8 @@ http {
   }
 }
 NG
-nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
-redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" & pids+=($!)
+$ON_REST nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
+$ON_REST redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" & pids+=($!)
 "$DEV" init-ca --state "$WORK/device" >/dev/null 2>&1
 cat >"$WORK/gw.yaml" <<YAML
 listeners: [{address: 127.0.0.1:$GP}]
@@ -66,12 +68,12 @@ routes:
   - {match: {prefix: /open/}, upstream: api, mode: passthrough}
 logging: {level: warning, format: text}
 YAML
-"$GW" serve --config "$WORK/gw.yaml" --workers 1 >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
+$ON_GW "$GW" serve --config "$WORK/gw.yaml" --workers 1 >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$AP/readyz" >/dev/null && break; sleep 0.1; done
 
 run() { # name path extra-args...
     local name=$1 path=$2; shift 2
-    "$DEV" load --gateway "http://127.0.0.1:$GP" --state "$WORK/device" --path "$path" --cpu-pid "$GWPID" \
+    $ON_REST "$DEV" load --gateway "http://127.0.0.1:$GP" --state "$WORK/device" --path "$path" --cpu-pid "$GWPID" \
         --connections "$C" --streams "$S" --duration "$SECS" --warmup 2 --json "$@" >"$WORK/$name.json" 2>>"$WORK/load.log"
     python3 - "$WORK/$name.json" "$name" >>"$WORK/rows.tsv" <<'PY'
 import json, sys
