@@ -43,6 +43,7 @@ public final class AssertionGate: RequestGate {
             return .decided(.reject(.storeUnavailable, extraHeaders: []))
         }
         guard route.mode != .passthrough else {
+            if let fixed = context.unsignedPassthroughHeaders { return .decided(.forward(extraHeaders: fixed)) }
             return .decided(forward(.none, request, context))
         }
         // 1. Headers and assertion object.

@@ -8,6 +8,9 @@ public final class EnforcementContext: Sendable {
     public let verifier: AttestationVerifier
     public let allowedApps: [String: Set<AppAttestEnvironment>]
     public let trustHeaders: TrustHeaderBuilder
+    /// The headers of a passthrough request when nothing is signed: the same
+    /// for every request, so built once instead of on the hot path.
+    public let unsignedPassthroughHeaders: [(String, String)]?
     public let headerNames: AssertionHeaderNames
     public let prefix: String
     public let challengeTTL: TimeAmount
@@ -44,6 +47,8 @@ public final class EnforcementContext: Sendable {
         self.allowedApps = apps
         self.trustHeaders = TrustHeaderBuilder(
             prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
+        self.unsignedPassthroughHeaders =
+            config.trust.signingSecret == nil ? [(config.trust.headerPrefix + "Trust", TrustOutcome.none.trustValue)] : nil
         self.headerNames = a.headers
         self.prefix = a.prefix
         self.challengeTTL = a.challengeTTL
