@@ -51,6 +51,15 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "Total requests per second (paced per stream slot); default: as fast as possible.")
     var rate: Double?
 
+    @Option(help: "Client event-loop threads (default: one per core). 1 keeps the load tool on one core, e.g. next to a pinned gateway.")
+    var threads: Int?
+
+    @Flag(help: "With --rate: sign all assertions before the run (rate x time per slot), so the client does no ECDSA work while it measures.")
+    var presign = false
+
+    @Option(help: "Write every measured request as a TSV line: sent ms (after the warm-up), latency ms, connection.")
+    var latencyLog: String?
+
     @Option(help: "PID of the gateway: report its CPU seconds over the measured window (Linux /proc).")
     var cpuPid: Int32?
 
@@ -64,6 +73,11 @@ struct LoadCommand: AsyncParsableCommand {
         if let duration, duration <= 0 { throw ValidationError("--duration must be > 0") }
         guard warmup >= 0 else { throw ValidationError("--warmup must be >= 0") }
         if let rate, !(rate > 0) { throw ValidationError("--rate must be > 0") }
+        if let threads, threads <= 0 { throw ValidationError("--threads must be > 0") }
+        if presign && rate == nil {
+            throw ValidationError("--presign needs --rate: how many assertions to sign ahead follows from the rate")
+        }
+        if presign && passthrough { throw ValidationError("--presign and --passthrough exclude each other") }
     }
 
     func run() async throws {
@@ -81,15 +95,33 @@ struct LoadCommand: AsyncParsableCommand {
         load.attestConcurrency = attestConcurrency
         load.userId = userId
         load.rate = rate
+        load.presign = presign
+        load.recordSamples = latencyLog != nil
         load.cpuPid = cpuPid
         let factory: AppAttestDeviceFactory? = passthrough
             ? nil
             : try DeviceCAs.loadOrCreate(directory: options.caDirectory)
                 .factory(appId: options.appId, environment: options.environment)
-        let generator = LoadGenerator(
-            options: load, group: MultiThreadedEventLoopGroup.singleton, deviceFactory: factory)
-        let report = try await generator.run { message in
-            FileHandle.standardError.write(Data((message + "\n").utf8))
+        let group: MultiThreadedEventLoopGroup = threads.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
+            ?? .singleton
+        let generator = LoadGenerator(options: load, group: group, deviceFactory: factory)
+        let report: LoadReport
+        do {
+            report = try await generator.run { message in
+                FileHandle.standardError.write(Data((message + "\n").utf8))
+            }
+        } catch {
+            if threads != nil { try? await group.shutdownGracefully() }
+            throw error
+        }
+        if threads != nil { try await group.shutdownGracefully() }
+        if let latencyLog {
+            var text = "# measured window opened at CLOCK_MONOTONIC \(report.measuredFromMonotonicNanos) ns\n"
+            text += "sent_ms\tlatency_ms\tconnection\n"
+            for s in report.samples.sorted(by: { $0.sentMicros < $1.sentMicros }) {
+                text += "\(Double(s.sentMicros) / 1000)\t\(Double(s.latencyMicros) / 1000)\t\(s.connection)\n"
+            }
+            try Data(text.utf8).write(to: URL(fileURLWithPath: latencyLog))
         }
         if json {
             let encoder = JSONEncoder()

@@ -126,6 +126,37 @@ struct LoadGeneratorTests {
         #expect(report.elapsedSeconds >= 0.56)
     }
 
+    @Test func presignedAssertionsAreAcceptedAndPacingSpreadsConnections() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.method = "POST"
+        options.path = "/api/presigned"
+        options.body = Array("payload".utf8)
+        options.connections = 2
+        options.streams = 2
+        options.requests = 40
+        options.warmup = 0.05
+        options.rate = 200
+        options.presign = true
+        options.recordSamples = true
+        let report = try await LoadGenerator(options: options, group: group, deviceFactory: FakeDeviceFactory()).run()
+        // Signed before the run, each with the counter it is sent with: the
+        // fake gateway checks signature, body hash and counter order.
+        #expect(report.successes == 40)
+        #expect(report.failures.isEmpty)
+        #expect(report.samples.count == 40)
+        let s = try await stats(port: server.port)
+        #expect(s.maxInFlightPerKey == 1)
+        // Four slots at 200/s: one request every 5 ms overall, so no two
+        // sends (of any connection) fall within 2 ms of each other once the
+        // first interval has passed (the same phase on both connections would
+        // send pairs together).
+        let sent = report.samples.map(\.sentMicros).sorted()
+        let gaps = zip(sent.dropFirst(), sent).map { $0 - $1 }
+        #expect(gaps.filter { $0 < 2_000 }.count <= 4, "gaps: \(gaps)")
+    }
+
     @Test func cpuOfATargetProcessIsReportedForTheMeasuredWindow() async throws {
         let server = try TestH2Server()
         defer { server.stop() }

@@ -112,12 +112,24 @@ public final class LoadGenerator: Sendable {
     // MARK: Measured run
 
     private func measure(clients: [HTTP2Client], devices: [[AppAttestDevice]]) async throws -> LoadReport {
+        let quotas = Self.split(options.requests, into: clients.count)
+        let options = self.options
+        // Signed ahead on each connection's loop, in parallel, before the clock starts.
+        var presigned: [[[LoadWorker.Headers]]] = Array(repeating: [], count: clients.count)
+        if options.presign, let rate = options.rate {
+            let jobs = clients.enumerated().map { index, client in
+                client.eventLoop.submit {
+                    try LoadWorker.presign(
+                        devices: devices[index], options: options, rate: rate, quota: quotas[index])
+                }
+            }
+            for (index, job) in jobs.enumerated() { presigned[index] = try await job.get() }
+        }
+        let signedAhead = presigned
         let start = NIODeadline.now()
         let measureFrom = start + .nanoseconds(Int64(options.warmup * 1e9))
         let stopAt: NIODeadline? = options.requests == nil
             ? measureFrom + .nanoseconds(Int64(options.duration * 1e9)) : nil
-        let quotas = Self.split(options.requests, into: clients.count)
-        let options = self.options
         // The target's CPU at the start of the measured window (after setup and warm-up).
         let cpuAtStart: EventLoopFuture<Double?>? = options.cpuPid.map { pid in
             clients[0].eventLoop.scheduleTask(deadline: measureFrom) { ProcessCPU.seconds(pid: pid) }.futureResult
@@ -125,8 +137,8 @@ public final class LoadGenerator: Sendable {
         let futures = clients.enumerated().map { index, client in
             client.eventLoop.flatSubmit {
                 LoadWorker(
-                    client: client, options: options, devices: devices[index], measureFrom: measureFrom,
-                    stopAt: stopAt, quota: quotas[index]
+                    client: client, index: index, options: options, devices: devices[index],
+                    presigned: signedAhead[index], measureFrom: measureFrom, stopAt: stopAt, quota: quotas[index]
                 ).start()
             }
         }
@@ -135,6 +147,7 @@ public final class LoadGenerator: Sendable {
         var successes = 0
         var failures: [String: Int] = [:]
         var lastEnd = measureFrom
+        var samples: [LatencySample] = []
         for future in futures {
             let r = try await future.get()
             histogram.add(r.histogram)
@@ -142,11 +155,14 @@ public final class LoadGenerator: Sendable {
             successes += r.successes
             failures.merge(r.failures, uniquingKeysWith: +)
             lastEnd = max(lastEnd, r.lastCompletion)
+            samples.append(contentsOf: r.samples)
         }
         let elapsed = Double((lastEnd - measureFrom).nanoseconds) / 1e9
         var report = LoadReport(
             options: options, keys: devices.reduce(0) { $0 + $1.count }, requests: requests, successes: successes,
             failures: failures, elapsedSeconds: elapsed, histogram: histogram)
+        report.samples = samples
+        report.measuredFromMonotonicNanos = measureFrom.uptimeNanoseconds
         if let pid = options.cpuPid, let startFuture = cpuAtStart, let startCPU = try await startFuture.get(),
             let endCPU = ProcessCPU.seconds(pid: pid)
         {
@@ -171,17 +187,49 @@ final class LoadWorker {
         var successes = 0
         var failures: [String: Int] = [:]
         var lastCompletion: NIODeadline
+        var samples: [LatencySample] = []
     }
+
+    typealias Headers = [(name: String, value: String)]
 
     private final class Slot {
         let device: AppAttestDevice?
         var counter: UInt32 = 0
         /// With a rate: when this slot's next request is due.
         var due: NIODeadline?
-        init(device: AppAttestDevice?) { self.device = device }
+        /// Assertion headers for counters 1, 2, … signed before the run.
+        let presigned: [Headers]
+        init(device: AppAttestDevice?, presigned: [Headers]) {
+            self.device = device
+            self.presigned = presigned
+        }
+    }
+
+    /// Each slot's headers for as many requests as `rate` can ask of it over
+    /// the warm-up and the measured window (or its share of the quota), with
+    /// a margin; a slot that runs out signs the rest inline.
+    static func presign(devices: [AppAttestDevice], options: LoadOptions, rate: Double, quota: Int?) throws
+        -> [[Headers]]
+    {
+        guard !devices.isEmpty else { return [] }
+        let slots = Double(max(1, options.connections * options.streams))
+        let perSlotPerSecond = rate / slots
+        let measured = quota.map { Double($0) / Double(devices.count) } ?? options.duration * perSlotPerSecond
+        let count = Int((options.warmup * perSlotPerSecond + measured) * 1.05) + 4
+        let signer = AssertionSigner()
+        let bodyHash = AssertGateClientData.BodyHash.body(options.body)
+        return try devices.map { device in
+            try (1...max(1, count)).map { counter in
+                try signer.headers(
+                    device: device, counter: UInt32(counter), method: options.method, path: options.path,
+                    challenge: nil, bodyHash: bodyHash)
+            }
+        }
     }
 
     private let client: HTTP2Client
+    /// This connection's place among all of them (for pacing phases).
+    private let index: Int
     private let options: LoadOptions
     private let slots: [Slot]
     private let measureFrom: NIODeadline
@@ -193,13 +241,16 @@ final class LoadWorker {
     private let signer = AssertionSigner()
     private let bodyHash: AssertGateClientData.BodyHash
 
-    init(client: HTTP2Client, options: LoadOptions, devices: [AppAttestDevice], measureFrom: NIODeadline,
-         stopAt: NIODeadline?, quota: Int?) {
+    init(client: HTTP2Client, index: Int, options: LoadOptions, devices: [AppAttestDevice], presigned: [[Headers]],
+         measureFrom: NIODeadline, stopAt: NIODeadline?, quota: Int?) {
         self.client = client
+        self.index = index
         self.options = options
         self.slots = options.passthrough
-            ? (0..<options.streams).map { _ in Slot(device: nil) }
-            : devices.map { Slot(device: $0) }
+            ? (0..<options.streams).map { _ in Slot(device: nil, presigned: []) }
+            : devices.enumerated().map { i, device in
+                Slot(device: device, presigned: i < presigned.count ? presigned[i] : [])
+            }
         self.measureFrom = measureFrom
         self.stopAt = stopAt
         self.quota = quota
@@ -217,10 +268,16 @@ final class LoadWorker {
             return done.futureResult
         }
         if let interval = slotInterval {
-            // Spread the slots' first requests over one interval.
+            // Spread the first requests of ALL slots (every connection's)
+            // evenly over one interval: slot i of connection k gets phase
+            // i·C + k of C·S. The same phases on every connection would send
+            // C requests at once, a burst the gateway then queues.
             let start = NIODeadline.now()
+            let connections = Int64(max(1, options.connections))
+            let total = Int64(slots.count) * connections
             for (i, slot) in slots.enumerated() {
-                slot.due = start + .nanoseconds(interval.nanoseconds * Int64(i) / Int64(slots.count))
+                let phase = Int64(i) * connections + Int64(index)
+                slot.due = start + .nanoseconds(interval.nanoseconds * phase / total)
             }
         }
         for slot in slots { next(slot) }
@@ -262,13 +319,17 @@ final class LoadWorker {
             method: options.method, path: options.path, authority: options.target.authority, body: options.body)
         if let device = slot.device {
             slot.counter &+= 1
-            do {
-                request.headers = try signer.headers(
-                    device: device, counter: slot.counter, method: options.method, path: options.path,
-                    challenge: nil, bodyHash: bodyHash)
-            } catch {
-                record(measured: measured, started: now, key: "error: assertion: \(error)", success: false)
-                return finish()
+            if Int(slot.counter) <= slot.presigned.count {
+                request.headers = slot.presigned[Int(slot.counter) - 1]
+            } else {
+                do {
+                    request.headers = try signer.headers(
+                        device: device, counter: slot.counter, method: options.method, path: options.path,
+                        challenge: nil, bodyHash: bodyHash)
+                } catch {
+                    record(measured: measured, started: now, key: "error: assertion: \(error)", success: false)
+                    return finish()
+                }
             }
         }
         let sent = NIODeadline.now()
@@ -292,6 +353,10 @@ final class LoadWorker {
         let end = NIODeadline.now()
         let micros = UInt64(max(0, (end - started).nanoseconds / 1000))
         result.histogram.record(min(micros, Self.maxLatencyMicros))
+        if options.recordSamples {
+            result.samples.append(LatencySample(
+                sentMicros: (started - measureFrom).nanoseconds / 1000, latencyMicros: micros, connection: index))
+        }
         result.requests += 1
         if success { result.successes += 1 }
         if let key { result.failures[key, default: 0] += 1 }

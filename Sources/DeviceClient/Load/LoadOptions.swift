@@ -21,6 +21,12 @@ public struct LoadOptions: Sendable {
     /// Total requests per second across all connections (paced per stream
     /// slot); nil = as fast as responses come back (closed loop).
     public var rate: Double?
+    /// With `rate`: sign every slot's assertions before the run instead of
+    /// just before each request, so the measured window holds no client
+    /// ECDSA work competing with the gateway for the machine's cores.
+    public var presign = false
+    /// Keep every measured request's send time and latency (`LoadReport.samples`).
+    public var recordSamples = false
     /// A process (the gateway) whose CPU time over the measured window is reported.
     public var cpuPid: Int32?
     public var http2 = HTTP2ClientConfiguration()

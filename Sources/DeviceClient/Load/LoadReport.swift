@@ -1,6 +1,14 @@
 import Histogram
 
-/// The outcome of one load run; `--json` prints it as is.
+/// One measured request: when it was sent (µs after the measured window
+/// opened), its latency (µs) and its connection.
+public struct LatencySample: Sendable {
+    public var sentMicros: Int64
+    public var latencyMicros: UInt64
+    public var connection: Int
+}
+
+/// The outcome of one load run; `--json` prints it as is (without `samples`).
 public struct LoadReport: Codable, Sendable {
     public struct Latency: Codable, Sendable {
         public var p50: Double
@@ -25,6 +33,17 @@ public struct LoadReport: Codable, Sendable {
     public var latencyMs: Latency
     /// CPU seconds the `--cpu-pid` process used during the measured window.
     public var targetCPUSeconds: Double?
+    /// Every measured request, in completion order per connection, when
+    /// `LoadOptions.recordSamples` is set.
+    public var samples: [LatencySample] = []
+    /// CLOCK_MONOTONIC nanoseconds at which the measured window opened
+    /// (to line `samples` up with traces such as `perf record -k CLOCK_MONOTONIC`).
+    public var measuredFromMonotonicNanos: UInt64 = 0
+
+    private enum CodingKeys: String, CodingKey {
+        case connections, streamsPerConnection, keys, passthrough, requests, successes, failures, elapsedSeconds
+        case requestsPerSecond, latencyMs, targetCPUSeconds
+    }
 
     init(options: LoadOptions, keys: Int, requests: Int, successes: Int, failures: [String: Int],
          elapsedSeconds: Double, histogram: Histogram<UInt64>) {
