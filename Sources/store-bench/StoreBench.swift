@@ -234,7 +234,7 @@ final class BenchDriver: @unchecked Sendable {
         let r = next()
         let key = keys[Int(r % UInt64(keys.count))]
         let counter = UInt32((r >> 32) % 100_000)
-        store.commitAssertion(keyId: key, counter: counter, challenge: nil).whenComplete { result in
+        store.commitAssertion(keyId: key, counter: counter, challenge: nil) { result in
             switch result {
             case .success: self.completed += 1
             case .failure: self.errors += 1

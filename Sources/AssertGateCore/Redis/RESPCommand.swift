@@ -57,6 +57,20 @@ struct RESPCommandWriter {
         Self.writeLine(Int64(arrayCount), into: &buffer)
     }
 
+    /// Continues a command whose constant head (array header and leading
+    /// arguments, from `RESPCommandWriter.encodedHead`) is already encoded.
+    init(head: [UInt8], capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
+        buffer = allocator.buffer(capacity: capacity)
+        buffer.writeBytes(head)
+    }
+
+    /// `*<arrayCount>` and `arguments` as bulk strings, for `init(head:)`.
+    static func encodedHead(arrayCount: Int, _ arguments: [String]) -> [UInt8] {
+        var writer = RESPCommandWriter(arrayCount: arrayCount, capacity: 128)
+        for argument in arguments { writer.bulk(argument) }
+        return Array(writer.buffer.readableBytesView)
+    }
+
     mutating func bulk(_ s: String) {
         header(s.utf8.count)
         buffer.writeString(s)

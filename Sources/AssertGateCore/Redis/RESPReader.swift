@@ -1,21 +1,36 @@
 import CHiredis
 
-/// Owns a hiredis `redisReader` (freed in deinit) and turns the bytes fed to it
-/// into `RESPValue`s. Every `redisReply` tree is converted and freed inside
-/// `next()`, so no C pointer escapes. Bytes pass `RESPLimitScanner` first.
+/// Owns a hiredis `redisReader` (freed in deinit) that parses RESP into
+/// `RESPValue`s directly: the reader is created with our own reply-object
+/// functions, so hiredis never builds a `redisReply` tree that would then be
+/// converted and freed (about ten mallocs and frees per reply). Bytes pass
+/// `RESPLimitScanner` first, so every size the functions see is bounded.
 /// Not thread-safe: one per connection, used on its event loop.
 final class RESPReader {
     private let reader: UnsafeMutablePointer<redisReader>
+    private let functions: UnsafeMutablePointer<redisReplyObjectFunctions>
+    private let builder = RESPReplyBuilder()
     private var scanner: RESPLimitScanner
 
     init(limits: RESPLimits = .default) throws(RESPDecodingError) {
-        guard let reader = redisReaderCreate() else { throw .readerCreationFailed }
+        let functions = UnsafeMutablePointer<redisReplyObjectFunctions>.allocate(capacity: 1)
+        ag_hiredis_fill_functions(
+            functions, RESPReplyBuilder.createString, RESPReplyBuilder.createArray, RESPReplyBuilder.createInteger,
+            RESPReplyBuilder.createNil, RESPReplyBuilder.freeObject)
+        guard let reader = redisReaderCreateWithFunctions(functions) else {
+            functions.deallocate()
+            throw .readerCreationFailed
+        }
+        self.functions = functions
         self.reader = reader
         self.scanner = RESPLimitScanner(limits: limits)
+        // Lives as long as `self` (which frees the reader first in deinit).
+        reader.pointee.privdata = Unmanaged.passUnretained(builder).toOpaque()
     }
 
     deinit {
         redisReaderFree(reader)
+        functions.deallocate()
     }
 
     /// Scans and then copies `bytes` into hiredis' buffer.
@@ -31,11 +46,11 @@ final class RESPReader {
     func next() throws(RESPDecodingError) -> RESPValue? {
         var raw: UnsafeMutableRawPointer?
         guard redisReaderGetReply(reader, &raw) == REDIS_OK else {
+            builder.reset()
             throw .hiredis(errorString())
         }
-        guard let raw else { return nil }
-        defer { freeReplyObject(raw) }
-        return Self.convert(raw.assumingMemoryBound(to: redisReply.self))
+        guard raw != nil else { return nil }
+        return builder.takeCompleted()
     }
 
     private func errorString() -> String {
@@ -45,37 +60,91 @@ final class RESPReader {
             return String(decoding: bytes[..<end], as: UTF8.self)
         }
     }
+}
 
-    private static func convert(_ reply: UnsafePointer<redisReply>) -> RESPValue {
-        let r = reply.pointee
-        switch r.type {
-        case REDIS_REPLY_STRING:
-            return .bulk(bytes(r.str, r.len))
-        case REDIS_REPLY_STATUS:
-            return .status(String(decoding: bytes(r.str, r.len), as: UTF8.self))
-        case REDIS_REPLY_ERROR:
-            return .error(String(decoding: bytes(r.str, r.len), as: UTF8.self))
-        case REDIS_REPLY_INTEGER:
-            return .integer(Int64(r.integer))
-        case REDIS_REPLY_ARRAY:
-            guard let element = r.element else { return .array([]) }
-            var values: [RESPValue] = []
-            values.reserveCapacity(r.elements)
-            for i in 0..<r.elements {
-                if let child = element[i] {
-                    values.append(convert(child))
-                } else {
-                    values.append(.null)
-                }
+/// Receives hiredis' parse events (depth first, in stream order) and
+/// assembles `RESPValue`s. hiredis only needs a non-NULL token per object; it
+/// gets the builder's own address, and `freeObject` has nothing to free.
+final class RESPReplyBuilder {
+    private struct Frame {
+        var values: [RESPValue]
+        var expected: Int
+    }
+
+    /// Arrays being filled, outermost first.
+    private var open: [Frame] = []
+    private var completed: RESPValue?
+
+    func reset() {
+        open.removeAll(keepingCapacity: true)
+        completed = nil
+    }
+
+    func takeCompleted() -> RESPValue? {
+        defer { completed = nil }
+        return completed
+    }
+
+    private func add(_ value: RESPValue) {
+        var value = value
+        while true {
+            guard let last = open.indices.last else {
+                completed = value
+                return
             }
-            return .array(values)
-        default:
-            return .null
+            open[last].values.append(value)
+            guard open[last].values.count == open[last].expected else { return }
+            value = .array(open.removeLast().values)
         }
     }
 
-    private static func bytes(_ str: UnsafeMutablePointer<CChar>?, _ len: Int) -> [UInt8] {
-        guard let str, len > 0 else { return [] }
-        return Array(UnsafeRawBufferPointer(start: str, count: len))
+    private func beginArray(_ count: Int) {
+        guard count > 0 else {
+            add(.array([]))
+            return
+        }
+        var values: [RESPValue] = []
+        values.reserveCapacity(count)
+        open.append(Frame(values: values, expected: count))
     }
+
+    private static func builder(_ task: UnsafePointer<redisReadTask>?) -> (RESPReplyBuilder, UnsafeMutableRawPointer)? {
+        guard let privdata = task?.pointee.privdata else { return nil }
+        return (Unmanaged<RESPReplyBuilder>.fromOpaque(privdata).takeUnretainedValue(), privdata)
+    }
+
+    static let createString: @convention(c) (UnsafePointer<redisReadTask>?, UnsafeMutablePointer<CChar>?, Int)
+        -> UnsafeMutableRawPointer? = { task, str, len in
+            guard let (b, token) = builder(task) else { return nil }
+            let bytes: [UInt8] = (str != nil && len > 0)
+                ? Array(UnsafeRawBufferPointer(start: str, count: len)) : []
+            switch task?.pointee.type {
+            case REDIS_REPLY_STATUS: b.add(.status(String(decoding: bytes, as: UTF8.self)))
+            case REDIS_REPLY_ERROR: b.add(.error(String(decoding: bytes, as: UTF8.self)))
+            default: b.add(.bulk(bytes))
+            }
+            return token
+        }
+
+    static let createArray: @convention(c) (UnsafePointer<redisReadTask>?, ag_hiredis_array_length)
+        -> UnsafeMutableRawPointer? = { task, count in
+            guard let (b, token) = builder(task) else { return nil }
+            b.beginArray(Int(count))
+            return token
+        }
+
+    static let createInteger: @convention(c) (UnsafePointer<redisReadTask>?, Int64) -> UnsafeMutableRawPointer? = {
+        task, value in
+        guard let (b, token) = builder(task) else { return nil }
+        b.add(.integer(value))
+        return token
+    }
+
+    static let createNil: @convention(c) (UnsafePointer<redisReadTask>?) -> UnsafeMutableRawPointer? = { task in
+        guard let (b, token) = builder(task) else { return nil }
+        b.add(.null)
+        return token
+    }
+
+    static let freeObject: @convention(c) (UnsafeMutableRawPointer?) -> Void = { _ in }
 }

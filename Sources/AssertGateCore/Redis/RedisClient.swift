@@ -76,16 +76,26 @@ public final class RedisClient: @unchecked Sendable {
         _ script: RedisScript, command: RESPCommand, _ transform: @escaping @Sendable (RESPValue) throws -> T
     ) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
+        evalSHA(script, command: command, transform) { promise.completeWith($0) }
+        return promise.futureResult
+    }
+
+    /// The same with the outcome handed to `completion` on `eventLoop`: no
+    /// promise, no future (the store's commit path).
+    func evalSHA<T: Sendable>(
+        _ script: RedisScript, command: RESPCommand, _ transform: @escaping @Sendable (RESPValue) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         let request = RedisRequest(command: command, target: .callback { result in
             switch result {
             case .failure(let error):
-                promise.fail(error)
+                completion(.failure(error))
             case .success(.error(let message)) where message.hasPrefix("NOSCRIPT"):
                 self.reloadAndRetry(script, command).whenComplete { retried in
-                    promise.completeWith(retried.flatMap { reply in Result { try transform(reply) } })
+                    completion(retried.flatMap { reply in Result { try transform(reply) } })
                 }
             case .success(let reply):
-                promise.completeWith(Result { try transform(reply) })
+                completion(Result { try transform(reply) })
             }
         })
         if eventLoop.inEventLoop {
@@ -93,7 +103,6 @@ public final class RedisClient: @unchecked Sendable {
         } else {
             eventLoop.execute { self.enqueueOnLoop(request) }
         }
-        return promise.futureResult
     }
 
     private func reloadAndRetry(_ script: RedisScript, _ command: RESPCommand) -> EventLoopFuture<RESPValue> {

@@ -108,12 +108,22 @@ public final class RedisStore: Store {
     }
 
     public func commitAssertion(keyId: [UInt8], counter: UInt32, challenge: String?) -> EventLoopFuture<CommitResult> {
-        guard keyId.count == 32 else { return failed(StoreError.invalidArgument("keyId must be 32 bytes")) }
-        // The hot path: the command is written straight into one buffer.
-        var w = RESPCommandWriter(arrayCount: challenge == nil ? 5 : 6, capacity: 256)
-        w.bulk("EVALSHA" as StaticString)
-        w.bulk(RedisStoreScripts.commit.sha1)
-        w.bulk(Int64(challenge == nil ? 1 : 2))
+        let promise = eventLoop.makePromise(of: CommitResult.self)
+        commitAssertion(keyId: keyId, counter: counter, challenge: challenge) { promise.completeWith($0) }
+        return promise.futureResult
+    }
+
+    public func commitAssertion(
+        keyId: [UInt8], counter: UInt32, challenge: String?,
+        completion: @escaping @Sendable (Result<CommitResult, any Error>) -> Void
+    ) {
+        guard keyId.count == 32 else {
+            let error = StoreError.invalidArgument("keyId must be 32 bytes")
+            if eventLoop.inEventLoop { completion(.failure(error)) } else { eventLoop.execute { completion(.failure(error)) } }
+            return
+        }
+        // The hot path: a precomputed head, then the key name(s) and counter.
+        var w = RESPCommandWriter(head: challenge == nil ? Self.commitHead1 : Self.commitHead2, capacity: 256)
         w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:key")
         if let challenge {
             // A challenge that cannot have been issued is looked up under a name
@@ -122,10 +132,16 @@ public final class RedisStore: Store {
             w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:ch:", tail: ChallengeCodec.isWellFormed(challenge) ? challenge : "!")
         }
         w.bulk(Int64(counter))
-        return client.evalSHA(RedisStoreScripts.commit, command: RESPCommand(writer: w)) { reply in
-            try RedisStore.parseCommit(reply)
-        }
+        client.evalSHA(
+            RedisStoreScripts.commit, command: RESPCommand(writer: w), { reply in try RedisStore.parseCommit(reply) },
+            completion: completion)
     }
+
+    /// `EVALSHA <commit sha> 1|2` encoded once.
+    private static let commitHead1 = RESPCommandWriter.encodedHead(
+        arrayCount: 5, ["EVALSHA", RedisStoreScripts.commit.sha1, "1"])
+    private static let commitHead2 = RESPCommandWriter.encodedHead(
+        arrayCount: 6, ["EVALSHA", RedisStoreScripts.commit.sha1, "2"])
 
     static func parseCommit(_ reply: RESPValue) throws -> CommitResult {
         guard case .array(let a) = reply, case .integer(let code) = a.first, code >= 0,

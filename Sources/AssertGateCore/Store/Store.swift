@@ -41,6 +41,12 @@ public protocol Store: AnyObject, Sendable {
     /// it (`counter-replay`). The result carries the key's mutable state.
     func commitAssertion(keyId: [UInt8], counter: UInt32, challenge: String?) -> EventLoopFuture<CommitResult>
 
+    /// `commitAssertion` for the hot path: the outcome goes to `completion`,
+    /// called on `eventLoop`, with no future in between.
+    func commitAssertion(
+        keyId: [UInt8], counter: UInt32, challenge: String?,
+        completion: @escaping @Sendable (Result<CommitResult, any Error>) -> Void)
+
     /// Marks the key revoked; the updated record, or nil if unknown.
     func revokeKey(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?>
 
@@ -53,6 +59,16 @@ public protocol Store: AnyObject, Sendable {
 
     /// Succeeds when the store can answer (for `/readyz`).
     func ping() -> EventLoopFuture<Void>
+}
+
+extension Store {
+    public func commitAssertion(
+        keyId: [UInt8], counter: UInt32, challenge: String?,
+        completion: @escaping @Sendable (Result<CommitResult, any Error>) -> Void
+    ) {
+        commitAssertion(keyId: keyId, counter: counter, challenge: challenge).hop(to: eventLoop)
+            .whenComplete(completion)
+    }
 }
 
 /// Hands out the store bound to an event loop (one per gateway worker).
