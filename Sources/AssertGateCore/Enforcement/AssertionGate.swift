@@ -108,31 +108,48 @@ public final class AssertionGate: RequestGate {
         } catch {
             return eventLoop.makeSucceededFuture(fail(error.reason, request, route, context))
         }
-        return store.commitAssertion(keyId: headers.keyId, counter: parsed.counter, challenge: headers.challenge)
-            .hop(to: eventLoop)
-            .assumeIsolated()
-            .map { result -> GateDecision in
-                if let rejection = result.rejection {
-                    if rejection == .unknownKey { self.keys.remove(headers.keyId) }
-                    return self.fail(rejection, request, route, context)
-                }
-                let state = result.state
-                if let max = route.maxRiskMetric, let risk = state?.riskMetric, risk > max {
-                    return self.fail(.riskTooHigh, request, route, context)
-                }
-                let now = self.clock()
-                let identity = VerifiedIdentity(
-                    keyId: headers.keyId, environment: entry.stored.environment.rawValue,
-                    userId: state?.userId, userKeyCount: state?.userId == nil ? nil : state?.userKeyCount,
-                    riskMetric: state?.riskMetric,
-                    riskMetricAgeSeconds: state?.riskMetricAt.map { now - $0 },
-                    appVersion: entry.stored.bundleVersion, launchCategory: entry.stored.launchCategory)
-                return self.forward(.verified(identity), request, context)
+        // One promise for the decision; the store calls back on its loop,
+        // which is this worker's (no hop, no chain of futures).
+        let loop = eventLoop
+        let promise = loop.makePromise(of: GateDecision.self)
+        let bound = NIOLoopBound((self, entry, headers, request, route, context), eventLoop: loop)
+        @Sendable func finish(_ outcome: Result<CommitResult, any Error>) {
+            let (gate, entry, headers, request, route, context) = bound.value
+            switch outcome {
+            case .success(let result):
+                promise.succeed(gate.decide(result, entry, headers, request, route, context))
+            case .failure(let error):
+                promise.succeed(gate.storeFailed(error, request, route, context))
             }
-            .recover { error in
-                self.storeFailed(error, request, route, context)
-            }
-            .nonisolated()
+        }
+        store.commitAssertion(keyId: headers.keyId, counter: parsed.counter, challenge: headers.challenge) { outcome in
+            // A store of another loop (any Store may be handed in) calls back there.
+            if loop.inEventLoop { finish(outcome) } else { loop.execute { finish(outcome) } }
+        }
+        return promise.futureResult
+    }
+
+    /// Step 6 and the trust headers, from the commit's answer.
+    private func decide(
+        _ result: CommitResult, _ entry: KeyCache.Entry, _ headers: AssertionHeaders, _ request: ProxyRequest,
+        _ route: RouteConfig, _ context: EnforcementContext
+    ) -> GateDecision {
+        if let rejection = result.rejection {
+            if rejection == .unknownKey { keys.remove(headers.keyId) }
+            return fail(rejection, request, route, context)
+        }
+        let state = result.state
+        if let max = route.maxRiskMetric, let risk = state?.riskMetric, risk > max {
+            return fail(.riskTooHigh, request, route, context)
+        }
+        let now = clock()
+        let identity = VerifiedIdentity(
+            keyId: headers.keyId, environment: entry.stored.environment.rawValue,
+            userId: state?.userId, userKeyCount: state?.userId == nil ? nil : state?.userKeyCount,
+            riskMetric: state?.riskMetric,
+            riskMetricAgeSeconds: state?.riskMetricAt.map { now - $0 },
+            appVersion: entry.stored.bundleVersion, launchCategory: entry.stored.launchCategory)
+        return forward(.verified(identity), request, context)
     }
 
     private func forward(_ outcome: TrustOutcome, _ request: ProxyRequest, _ context: EnforcementContext)
