@@ -129,14 +129,20 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func writeOutbound(context: ChannelHandlerContext) {
         guard outbound.readableBytes > 0 else { return }
         context.write(wrapOutboundOut(outbound), promise: nil)
-        // Reused once the socket has taken the bytes (the usual case: the
-        // flush that follows writes synchronously); otherwise copied on write.
         outbound.clear()
     }
 
     private func flushNow(context: ChannelHandlerContext) {
-        writeOutbound(context: context)
-        context.flush()
+        if outbound.readableBytes > 0 {
+            context.write(wrapOutboundOut(outbound), promise: nil)
+            context.flush()
+            // Cleared after the flush: once the socket has taken the bytes
+            // (the usual case) the channel has let go of the storage and the
+            // next burst reuses it; otherwise this copies on write.
+            outbound.clear()
+        } else {
+            context.flush()
+        }
     }
 
     /// Flushes are consolidated: during a read burst they wait for
