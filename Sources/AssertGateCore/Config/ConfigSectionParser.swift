@@ -15,7 +15,7 @@ struct ConfigSectionParser {
 
     func parse(_ root: Node) -> GatewayConfig? {
         guard let top = reader.mapping(root, path: "", allowed: Self.topKeys) else { return nil }
-        let listeners = parseListeners(top)
+        var listeners = parseListeners(top)
         let admin = top["admin"].map(parseAdmin) ?? AdminConfig()
         let apps = parseApps(top)
         let trust = top["trust"].map(parseTrust) ?? TrustConfig()
@@ -26,6 +26,7 @@ struct ConfigSectionParser {
         let routes = parseRoutes(top, upstreams: upstreams, limits: limits)
         let fraudMetric = top["fraudMetric"].flatMap(parseFraudMetric)
         let logging = top["logging"].map(parseLogging) ?? LoggingConfig()
+        resolveIdleTimeouts(&listeners, upstreams: upstreams ?? [:], top: top)
         crossCheck(listeners: listeners, admin: admin, top: top)
         guard let upstreams, let routes else { return nil }
         return GatewayConfig(
@@ -44,7 +45,10 @@ struct ConfigSectionParser {
         var seen: [HostPort: Int] = [:]
         for (i, item) in items.enumerated() {
             let path = "listeners[\(i)]"
-            guard let view = reader.mapping(item, path: path, allowed: ["address", "tls"]) else { continue }
+            guard
+                let view = reader.mapping(
+                    item, path: path, allowed: ["address", "tls", "handshakeTimeout", "idleTimeout"])
+            else { continue }
             guard let address = address(view, "address", required: true) else { continue }
             if address.port != 0, let first = seen[address] {
                 reader.error(at: view["address"], "\(path).address: \(address) is already used by listeners[\(first)]")
@@ -58,7 +62,10 @@ struct ConfigSectionParser {
                 let key = pemFile(tv, "privateKey", label: "PRIVATE KEY")
                 if let cert, let key { tls = TLSConfig(certificate: cert, privateKey: key) }
             }
-            result.append(ListenerConfig(address: address, tls: tls))
+            var listener = ListenerConfig(address: address, tls: tls)
+            if let t = reader.duration(view, "handshakeTimeout") { listener.handshakeTimeout = t }
+            listener.idleTimeout = reader.duration(view, "idleTimeout")
+            result.append(listener)
         }
         return result
     }
@@ -512,6 +519,33 @@ struct ConfigSectionParser {
 
     // MARK: cross-section checks
 
+    /// A request may wait `responseTimeout` for its upstream without a byte on
+    /// the client connection, so the idle timeout must outlast the slowest
+    /// upstream: unset, it is 120 s or that plus 30 s, whichever is longer;
+    /// set, it must be longer.
+    func resolveIdleTimeouts(
+        _ listeners: inout [ListenerConfig], upstreams: [String: UpstreamConfig], top: ConfigReader.MappingView
+    ) {
+        let slowest = upstreams.max { $0.value.responseTimeout < $1.value.responseTimeout }
+        for i in listeners.indices {
+            guard let slowest else {
+                if listeners[i].idleTimeout == nil { listeners[i].idleTimeout = ListenerConfig.defaultIdleTimeout }
+                continue
+            }
+            guard let idle = listeners[i].idleTimeout else {
+                listeners[i].idleTimeout = max(
+                    ListenerConfig.defaultIdleTimeout, slowest.value.responseTimeout + .seconds(30))
+                continue
+            }
+            if idle <= slowest.value.responseTimeout {
+                reader.error(
+                    listenerLine(top, i, key: "idleTimeout"),
+                    "listeners[\(i)].idleTimeout: \(DurationParser.format(idle)) must be longer than "
+                        + "upstreams.\(slowest.key).responseTimeout (\(DurationParser.format(slowest.value.responseTimeout)))")
+            }
+        }
+    }
+
     func crossCheck(listeners: [ListenerConfig], admin: AdminConfig, top: ConfigReader.MappingView) {
         if admin.address.port != 0, let i = listeners.firstIndex(where: { $0.address == admin.address }) {
             let line = top["admin"].flatMap { node -> Int? in
@@ -520,5 +554,13 @@ struct ConfigSectionParser {
             }
             reader.error(line, "admin.address: \(admin.address) is also listeners[\(i)]")
         }
+    }
+
+    private func listenerLine(_ top: ConfigReader.MappingView, _ index: Int, key: String) -> Int? {
+        guard case .sequence(let sequence)? = top["listeners"] else { return nil }
+        let items = Array(sequence)
+        guard index < items.count else { return nil }
+        if case .mapping(let m) = items[index], let node = m[key] { return node.mark?.line }
+        return items[index].mark?.line
     }
 }

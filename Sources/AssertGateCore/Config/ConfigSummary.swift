@@ -6,10 +6,13 @@ public enum ConfigSummary {
         var out: [String] = []
         out.append("listeners:")
         for l in config.listeners {
+            let timeouts = "handshakeTimeout \(DurationParser.format(l.handshakeTimeout)), "
+                + "idleTimeout \(DurationParser.format(l.effectiveIdleTimeout))"
             if let tls = l.tls {
-                out.append("  \(l.address)  tls (certificate \(tls.certificate), key \(tls.privateKey); ALPN h2, http/1.1)")
+                out.append(
+                    "  \(l.address)  tls (certificate \(tls.certificate), key \(tls.privateKey); ALPN h2, http/1.1); \(timeouts)")
             } else {
-                out.append("  \(l.address)  cleartext (h2c prior knowledge, HTTP/1.1)")
+                out.append("  \(l.address)  cleartext (h2c prior knowledge, HTTP/1.1); \(timeouts)")
             }
         }
         let token = config.admin.token.map { "token \(source($0))" } ?? "no token: /keys and /reload off"

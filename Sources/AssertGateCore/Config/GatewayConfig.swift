@@ -54,6 +54,17 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
 public struct ListenerConfig: Sendable {
     public var address: HostPort
     public var tls: TLSConfig?
+    /// A connection must have finished its TLS handshake and chosen HTTP/1.1
+    /// or HTTP/2 within this time, else it is closed.
+    public var handshakeTimeout: TimeAmount = .seconds(10)
+    /// An established connection with no byte read and no write for this long
+    /// is closed. Longer than every upstream `responseTimeout`; nil (not set in
+    /// the file) resolves at load to `defaultIdleTimeout` or the slowest
+    /// upstream's responseTimeout + 30 s, whichever is longer.
+    public var idleTimeout: TimeAmount?
+    public static let defaultIdleTimeout: TimeAmount = .seconds(120)
+    /// `idleTimeout` as used (the default when a config was built in code).
+    public var effectiveIdleTimeout: TimeAmount { idleTimeout ?? Self.defaultIdleTimeout }
     public init(address: HostPort, tls: TLSConfig? = nil) {
         self.address = address
         self.tls = tls

@@ -94,6 +94,9 @@ public final class Gateway: Sendable {
                     worker.connections[id] = channel
                     channel.closeFuture.whenComplete { _ in box.value.connections.removeValue(forKey: id) }
                     let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(
+                        ConnectionTimeoutHandler(
+                            handshakeTimeout: listener.handshakeTimeout, idleTimeout: listener.effectiveIdleTimeout))
                     if let tls {
                         try sync.addHandler(OpenSSLServerHandler(context: tls, logger: logger))
                         try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))

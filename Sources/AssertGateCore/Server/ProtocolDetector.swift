@@ -131,6 +131,11 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
+        if let timeouts = try? sync.handler(type: ConnectionTimeoutHandler.self),
+            let timeoutContext = try? sync.context(handler: timeouts)
+        {
+            timeouts.markEstablished(context: timeoutContext)
+        }
         if let b = buffered {
             buffered = nil
             context.fireChannelRead(wrapInboundOut(b))

@@ -68,6 +68,33 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(c.logging.format == .json)
     }
 
+    @Test func listenerTimeoutsHaveDefaultsAndMustOutlastUpstreamResponses() throws {
+        let c = try load(minimalYAML)
+        #expect(c.listeners[0].handshakeTimeout == .seconds(10))
+        #expect(c.listeners[0].idleTimeout == .seconds(120))
+        // Unset, it outlasts the slowest upstream by 30 s.
+        let slow = try load(minimalYAML.replacingOccurrences(
+            of: "endpoints: [http://127.0.0.1:9001]}", with: "endpoints: [http://127.0.0.1:9001], responseTimeout: 5m}"))
+        #expect(slow.listeners[0].idleTimeout == .seconds(330))
+        let set = try load(minimalYAML.replacingOccurrences(
+            of: "listeners: [{address: 127.0.0.1:8080}]",
+            with: "listeners: [{address: 127.0.0.1:8080, handshakeTimeout: 3s, idleTimeout: 45s}]"))
+        #expect(set.listeners[0].handshakeTimeout == .seconds(3))
+        #expect(set.listeners[0].idleTimeout == .seconds(45))
+        // The default responseTimeout is 30s: an idle timeout of 30s would cut
+        // a request still waiting for its upstream.
+        let e = errors(minimalYAML.replacingOccurrences(
+            of: "listeners: [{address: 127.0.0.1:8080}]",
+            with: "listeners: [{address: 127.0.0.1:8080, idleTimeout: 30s}]"))
+        #expect(e.count == 1)
+        #expect(e.first?.contains("listeners[0].idleTimeout: 30s must be longer than upstreams.api.responseTimeout (30s)") == true, "\(e)")
+        #expect(e.first?.contains("config.yaml:1") == true, "\(e)")
+        let zero = errors(minimalYAML.replacingOccurrences(
+            of: "listeners: [{address: 127.0.0.1:8080}]",
+            with: "listeners: [{address: 127.0.0.1:8080, handshakeTimeout: 0s}]"))
+        #expect(zero.contains { $0.contains("listeners[0].handshakeTimeout: must be greater than 0") }, "\(zero)")
+    }
+
     @Test func appEnvironmentsDefaultToProduction() throws {
         let yaml = minimalYAML.replacingOccurrences(of: ", environments: [development]", with: "")
         let c = try load(yaml)

@@ -1,0 +1,47 @@
+import NIOCore
+import NIOEmbedded
+import Testing
+@testable import AssertGateCore
+
+@Suite struct ConnectionTimeoutHandlerTests {
+    private func channel() throws -> (EmbeddedChannel, EmbeddedEventLoop, ConnectionTimeoutHandler) {
+        let loop = EmbeddedEventLoop()
+        let handler = ConnectionTimeoutHandler(handshakeTimeout: .seconds(2), idleTimeout: .seconds(10))
+        let ch = EmbeddedChannel(handler: handler, loop: loop)
+        try ch.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        return (ch, loop, handler)
+    }
+
+    private func establish(_ ch: EmbeddedChannel, _ handler: ConnectionTimeoutHandler) throws {
+        let context = try ch.pipeline.syncOperations.context(handler: handler)
+        handler.markEstablished(context: context)
+    }
+
+    @Test func notEstablishedInTimeIsClosedEvenIfBytesArrive() throws {
+        let (ch, loop, _) = try channel()
+        loop.advanceTime(by: .milliseconds(1500))
+        try ch.writeInbound(ByteBuffer(string: "PRI * HT"))
+        #expect(ch.isActive)
+        loop.advanceTime(by: .milliseconds(500))
+        #expect(!ch.isActive)
+        // What was read still went through.
+        #expect(try ch.readInbound(as: ByteBuffer.self) == ByteBuffer(string: "PRI * HT"))
+    }
+
+    @Test func establishedConnectionsCloseOnlyAfterIdleTimeout() throws {
+        let (ch, loop, handler) = try channel()
+        loop.advanceTime(by: .seconds(1))
+        try establish(ch, handler)
+        loop.advanceTime(by: .seconds(5))  // past the handshake timeout
+        #expect(ch.isActive)
+        try ch.writeInbound(ByteBuffer(string: "x"))  // read: activity at t = 6
+        loop.advanceTime(by: .seconds(9))
+        #expect(ch.isActive)
+        try ch.writeOutbound(ByteBuffer(string: "y"))  // write: activity at t = 15
+        loop.advanceTime(by: .seconds(9))
+        #expect(ch.isActive)
+        loop.advanceTime(by: .seconds(1))
+        #expect(!ch.isActive)
+        #expect(try ch.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "y"))
+    }
+}
