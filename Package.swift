@@ -54,10 +54,14 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict),
+        .target(
+            name: "CLISupport",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
         .executableTarget(
             name: "AssertGate",
             dependencies: [
-                "AssertGateCore", "Verifier",
+                "AssertGateCore", "Verifier", "CLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -76,7 +80,7 @@ let package = Package(
         .executableTarget(
             name: "assertgate-device",
             dependencies: [
-                "DeviceSim", "DeviceClient",
+                "DeviceSim", "DeviceClient", "CLISupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -85,7 +85,7 @@ public final class AdminRouter: Sendable {
                 return AdminResponse(
                     status: 200,
                     headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store"), ("X-Request-Id", requestId)],
-                    body: record.json)
+                    body: record.adminJSON)
             } catch {
                 logger.error("admin key action failed", metadata: ["requestId": "\(requestId)", "error": "\(error)"])
                 return problem(.storeUnavailable, requestId)

@@ -17,14 +17,14 @@ public struct StoreAdminActions: AdminActions {
         self.reloadAction = reload
     }
 
-    public func keyRecord(keyId: String) async throws -> AdminKeyRecord? {
+    public func keyRecord(keyId: String) async throws -> KeyRecord? {
         let id = try KeyIdCodec.decode(keyId, reason: .malformedRequest)
-        return try await stores.store(for: loop).keyRecord(keyId: id).get().map(AdminKeyRecord.init)
+        return try await stores.store(for: loop).keyRecord(keyId: id).get()
     }
 
-    public func revoke(keyId: String) async throws -> AdminKeyRecord? {
+    public func revoke(keyId: String) async throws -> KeyRecord? {
         let id = try KeyIdCodec.decode(keyId, reason: .malformedRequest)
-        return try await stores.store(for: loop).revokeKey(keyId: id).get().map(AdminKeyRecord.init)
+        return try await stores.store(for: loop).revokeKey(keyId: id).get()
     }
 
     public func reload() async -> Result<Void, AdminReloadError> {

@@ -32,12 +32,22 @@ public struct KeyRecord: Sendable, Equatable {
     }
 }
 
-extension AdminKeyRecord {
-    /// The §7 admin view of a stored record: ids and key as b64url.
-    public init(_ r: KeyRecord) {
-        self.init(
-            keyId: Base64.encodeURL(r.keyId), appId: r.appId, environment: r.environment.rawValue,
-            counter: UInt64(r.counter), publicKey: Base64.encodeURL(r.publicKey), userId: r.userId,
-            createdAt: r.createdAt, revoked: r.revoked, riskMetric: r.riskMetric, riskMetricAt: r.riskMetricAt)
+extension KeyRecord {
+    /// The §7 JSON object: ids and key as b64url, times as RFC 3339, absent
+    /// optional members left out.
+    public var adminJSON: String {
+        var members: [(String, String)] = [
+            ("keyId", JSONText.quoted(Base64.encodeURL(keyId))),
+            ("appId", JSONText.quoted(appId)),
+            ("environment", JSONText.quoted(environment.rawValue)),
+            ("counter", String(counter)),
+            ("publicKey", JSONText.quoted(Base64.encodeURL(publicKey))),
+        ]
+        if let userId { members.append(("userId", JSONText.quoted(userId))) }
+        members.append(("createdAt", JSONText.quoted(RFC3339.format(unixSeconds: createdAt))))
+        members.append(("revoked", revoked ? "true" : "false"))
+        if let riskMetric { members.append(("riskMetric", String(riskMetric))) }
+        if let riskMetricAt { members.append(("riskMetricAt", JSONText.quoted(RFC3339.format(unixSeconds: riskMetricAt)))) }
+        return JSONText.object(members)
     }
 }

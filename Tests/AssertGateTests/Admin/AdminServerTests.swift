@@ -12,22 +12,23 @@ private let keyIdURL = Base64.encodeURL(keyBytes)
 private let keyIdStd = Data(keyBytes).base64EncodedString()
 
 private final class FakeActions: AdminActions {
-    let records = Mutex<[String: AdminKeyRecord]>([:])
+    let records = Mutex<[String: KeyRecord]>([:])
     let reloadResult: Result<Void, AdminReloadError>
     let reloads = Atomic<Int>(0)
 
     init(reloadResult: Result<Void, AdminReloadError> = .success(())) {
         self.reloadResult = reloadResult
         records.withLock {
-            $0[keyIdURL] = AdminKeyRecord(
-                keyId: keyIdURL, appId: "ABCDE12345.com.example.app", environment: "production", counter: 7,
-                publicKey: "BPk", userId: "user 1", createdAt: 1_795_299_476, revoked: false)
+            $0[keyIdURL] = KeyRecord(
+                keyId: keyBytes, appId: "ABCDE12345.com.example.app", environment: .production, counter: 7,
+                publicKey: [0x04, 0xF9], userId: "user 1", createdAt: 1_795_299_476, revoked: false, riskMetric: nil,
+                riskMetricAt: nil)
         }
     }
 
-    func keyRecord(keyId: String) async throws -> AdminKeyRecord? { records.withLock { $0[keyId] } }
+    func keyRecord(keyId: String) async throws -> KeyRecord? { records.withLock { $0[keyId] } }
 
-    func revoke(keyId: String) async throws -> AdminKeyRecord? {
+    func revoke(keyId: String) async throws -> KeyRecord? {
         records.withLock { map in
             map[keyId]?.revoked = true
             return map[keyId]
