@@ -42,10 +42,58 @@ struct RESPLimitScanner {
                 }
                 continue
             }
+            if case .type = phase, let next = try fastLine(bytes, at: i) {
+                i = next
+                continue
+            }
             let byte = bytes[i]
             i += 1
             try count(1)
             try step(byte)
+        }
+    }
+
+    /// A whole header or simple line that lies in `bytes` from `start` and is
+    /// well within every limit, handled in one pass (the usual case: small
+    /// replies such as the commit script's). Answers the index after its CRLF,
+    /// or nil to let the byte-at-a-time path take the line from its start, so
+    /// anything unusual (split across reads, a sign, a limit reached) keeps
+    /// exactly that path's checks and errors.
+    private mutating func fastLine(_ bytes: UnsafeRawBufferPointer, at start: Int) throws(RESPDecodingError) -> Int? {
+        let n = bytes.count
+        let type = bytes[start]
+        var j = start + 1
+        switch type {
+        case UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: ":"):
+            while j + 1 < n, j - start <= limits.maxLineLength {
+                if bytes[j] == UInt8(ascii: "\r") && bytes[j + 1] == UInt8(ascii: "\n") {
+                    let end = j + 2
+                    guard end - start - 1 <= limits.maxLineLength, replyBytes + end - start <= limits.maxReplyBytes
+                    else { return nil }
+                    try count(end - start)
+                    completeElement()
+                    return end
+                }
+                j += 1
+            }
+            return nil
+        case UInt8(ascii: "$"), UInt8(ascii: "*"):
+            let isArray = type == UInt8(ascii: "*")
+            let limit = isArray ? limits.maxArrayCount : limits.maxBulkLength
+            var value = 0
+            while j < n, j - start <= 18, case let d = bytes[j], d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") {
+                value = value * 10 + Int(d &- UInt8(ascii: "0"))
+                j += 1
+            }
+            let digits = j - start - 1
+            guard digits > 0, j + 1 < n, bytes[j] == UInt8(ascii: "\r"), bytes[j + 1] == UInt8(ascii: "\n"),
+                value <= limit, digits + 2 <= limits.maxLineLength, replyBytes + j + 2 - start <= limits.maxReplyBytes
+            else { return nil }
+            try count(j + 2 - start)
+            try finishLength(isArray: isArray, negative: false, value: value)
+            return j + 2
+        default:
+            return nil
         }
     }
 
