@@ -226,8 +226,8 @@ public final class RedisClient: @unchecked Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandlers(
-                        RedisReplyDecoder(limits: limits), RedisCommandHandler(commandTimeout: commandTimeout))
+                    try channel.pipeline.syncOperations.addHandler(
+                        RedisCommandHandler(commandTimeout: commandTimeout, limits: limits))
                 }
             }
             .connect(host: configuration.url.host, port: configuration.url.port)

@@ -47,7 +47,11 @@ extension RedisReplyTarget {
 }
 
 /// Pipelining: writes commands and completes their promises with replies in
-/// FIFO order (Redis answers in order on one connection). Owns the command
+/// FIFO order (Redis answers in order on one connection). Replies are parsed
+/// here by a `RESPReader` (bounds pre-scan, then hiredis), straight from the
+/// socket's bytes to the waiting command: no pipeline hop per reply. A refused
+/// or malformed stream fails everything pending and closes the connection,
+/// since after a framing error nothing that follows can be matched. Owns the command
 /// timeout: one timer, armed for the oldest pending command. When it expires
 /// every pending command fails and the connection is closed, because a late
 /// reply would otherwise be matched with the wrong command.
@@ -55,7 +59,7 @@ extension RedisReplyTarget {
 /// `channelReadComplete`, so a burst of follow-up commands issued from reply
 /// callbacks goes out in one write.
 final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = RESPValue
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = RedisRequest
     typealias OutboundOut = ByteBuffer
 
@@ -77,8 +81,12 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// instead of one per command, like hiredis' own output buffer.
     private var outbound = ByteBuffer()
 
-    init(commandTimeout: TimeAmount) {
+    private let limits: RESPLimits
+    private var reader: RESPReader?
+
+    init(commandTimeout: TimeAmount, limits: RESPLimits = .default) {
         self.commandTimeout = commandTimeout
+        self.limits = limits
     }
 
     var pendingCount: Int { pending.count }
@@ -87,6 +95,11 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        do {
+            reader = try RESPReader(limits: limits)
+        } catch {
+            fail(context: context, with: .unavailable(.protocolViolation("\(error)")))
+        }
     }
 
     // MARK: outbound
@@ -170,14 +183,22 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let value = unwrapInboundIn(data)
-        guard let head = pending.popFirst() else {
-            // A reply nobody asked for: the stream is out of sync.
-            fail(context: context, with: .unavailable(.protocolViolation("unsolicited reply")))
-            return
-        }
+        guard closedError == nil, let reader else { return }
+        let buffer = unwrapInboundIn(data)
         reading = true
-        head.target.succeed(value)
+        do {
+            try buffer.withUnsafeReadableBytes { bytes throws(RESPDecodingError) in try reader.feed(bytes) }
+            while closedError == nil, let value = try reader.next() {
+                guard let head = pending.popFirst() else {
+                    // A reply nobody asked for: the stream is out of sync.
+                    fail(context: context, with: .unavailable(.protocolViolation("unsolicited reply")))
+                    return
+                }
+                head.target.succeed(value)
+            }
+        } catch {
+            fail(context: context, with: .unavailable(.protocolViolation("\(error)")))
+        }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -196,20 +217,13 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        let storeError: StoreError
-        if let e = error as? StoreError {
-            storeError = e
-        } else if let e = error as? RESPDecodingError {
-            storeError = .unavailable(.protocolViolation("\(e)"))
-        } else {
-            storeError = .unavailable(.connectionLost)
-        }
-        fail(context: context, with: storeError)
+        fail(context: context, with: (error as? StoreError) ?? .unavailable(.connectionLost))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         failAll(.unavailable(.connectionLost))
         self.context = nil
+        reader = nil
     }
 
     // MARK: failure

@@ -7,7 +7,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct RESPCodecTests {
     private func decoderChannel(_ limits: RESPLimits = .default) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(RedisReplyDecoder(limits: limits))
+        try channel.pipeline.syncOperations.addHandler(RESPValueDecoder(limits: limits))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 6379)).wait()
         return channel
     }
@@ -148,7 +148,7 @@ private func failure(_ f: EventLoopFuture<RESPValue>) -> StoreError? {
     private func channel(timeout: TimeAmount = .seconds(1)) throws -> (EmbeddedChannel, EmbeddedEventLoop) {
         let loop = EmbeddedEventLoop()
         let ch = EmbeddedChannel(loop: loop)
-        try ch.pipeline.syncOperations.addHandlers(RedisReplyDecoder(), RedisCommandHandler(commandTimeout: timeout))
+        try ch.pipeline.syncOperations.addHandler(RedisCommandHandler(commandTimeout: timeout))
         try ch.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 6379)).wait()
         return (ch, loop)
     }
@@ -197,6 +197,37 @@ private func failure(_ f: EventLoopFuture<RESPValue>) -> StoreError? {
         for p in promises {
             #expect(failure(p.futureResult) == .unavailable(.connectionLost))
         }
+    }
+
+    @Test func anUnsolicitedReplyOrGarbageClosesTheConnection() throws {
+        let (quiet, _) = try channel()
+        _ = try? quiet.writeInbound(ByteBuffer(string: "+OK\r\n"))
+        #expect(!quiet.isActive)
+
+        let (ch, loop) = try channel()
+        let p = loop.makePromise(of: RESPValue.self)
+        ch.writeAndFlush(RedisRequest(command: RESPCommand("PING"), promise: p), promise: nil)
+        _ = try? ch.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\n"))
+        guard case .unavailable(.protocolViolation) = failure(p.futureResult) else {
+            Issue.record("expected a protocol violation, got \(String(describing: outcome(p.futureResult)))")
+            return
+        }
+        #expect(!ch.isActive)
+        // Commands after the close fail at once instead of waiting for a reply.
+        let late = loop.makePromise(of: RESPValue.self)
+        ch.writeAndFlush(RedisRequest(command: RESPCommand("PING"), promise: late), promise: nil)
+        #expect(failure(late.futureResult) != nil)
+    }
+
+    @Test func repliesInOneReadCompleteTheirCommandsInOrder() throws {
+        let (ch, loop) = try channel()
+        let promises = (0..<3).map { _ in loop.makePromise(of: RESPValue.self) }
+        for p in promises { ch.write(RedisRequest(command: RESPCommand("INCR", "n"), promise: p), promise: nil) }
+        ch.flush()
+        loop.run()
+        try ch.writeInbound(ByteBuffer(string: ":1\r\n:2\r\n:3\r\n"))
+        #expect(try promises.map { try outcome($0.futureResult)?.get() } == [.integer(1), .integer(2), .integer(3)])
+        #expect(ch.isActive)
     }
 
     @Test func anOversizedReplyFailsPendingWithAProtocolViolation() throws {

@@ -8,7 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct RESPFuzzRegressionTests {
     private func decoderChannel(_ limits: RESPLimits) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(RedisReplyDecoder(limits: limits))
+        try channel.pipeline.syncOperations.addHandler(RESPValueDecoder(limits: limits))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 6379)).wait()
         return channel
     }

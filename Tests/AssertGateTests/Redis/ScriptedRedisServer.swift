@@ -25,7 +25,7 @@ final class ScriptedRedisServer: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers(
-                        RedisReplyDecoder(), ScriptedHandler(connection: index, responder: responder))
+                        RESPValueDecoder(), ScriptedHandler(connection: index, responder: responder))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -70,6 +70,34 @@ private final class ScriptedHandler: ChannelInboundHandler {
         let after = previous ?? loop.makeSucceededVoidFuture()
         previous = after.flatMap { reply }.map { text in
             bound.value.writeAndFlush(NIOAny(ByteBuffer(string: text)), promise: nil)
+        }
+    }
+}
+
+/// Client commands (RESP arrays) as `RESPValue`s, parsed by the gateway's own
+/// `RESPReader`; a malformed stream closes the connection.
+final class RESPValueDecoder: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = RESPValue
+
+    private let reader: RESPReader?
+
+    init(limits: RESPLimits = .default) {
+        reader = try? RESPReader(limits: limits)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let reader else {
+            context.close(promise: nil)
+            return
+        }
+        let buffer = unwrapInboundIn(data)
+        do {
+            try buffer.withUnsafeReadableBytes { bytes throws(RESPDecodingError) in try reader.feed(bytes) }
+            while let value = try reader.next() { context.fireChannelRead(wrapInboundOut(value)) }
+        } catch {
+            context.fireErrorCaught(error)
+            context.close(promise: nil)
         }
     }
 }
