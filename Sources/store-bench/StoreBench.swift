@@ -116,12 +116,7 @@ struct StoreBench {
 
     /// Registers `count` keys through the store API (issue challenge + register), pipelined in batches.
     static func populate(store: RedisStore, count: Int) async throws -> [[UInt8]] {
-        var keys: [[UInt8]] = []
-        keys.reserveCapacity(count)
-        var rng = SystemRandomNumberGenerator()
-        for _ in 0..<count {
-            keys.append((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
-        }
+        let keys = (0..<count).map { BenchDriver.keyId($0) }
         let batch = 2000
         var i = 0
         while i < count {
@@ -200,7 +195,7 @@ struct StoreBench {
 /// Keeps `inflight` commits outstanding on one loop; confined to that loop.
 final class BenchDriver: @unchecked Sendable {
     let store: RedisStore
-    let keys: [[UInt8]]
+    let keyCount: Int
     var completed = 0
     var errors = 0
     var running = true
@@ -210,7 +205,25 @@ final class BenchDriver: @unchecked Sendable {
 
     init(store: RedisStore, keys: [[UInt8]]) {
         self.store = store
-        self.keys = keys
+        self.keyCount = keys.count
+    }
+
+    /// Key id number `i`, computed rather than looked up (splitmix64 of i,
+    /// four words): picking a random key then costs no trip to a 100,000-entry
+    /// table (a cache miss per commit that the harness, not the client, would
+    /// pay), just as redis-benchmark's `__rand_int__` is a computed number.
+    static func keyId(_ i: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var x = UInt64(truncatingIfNeeded: i)
+        for word in 0..<4 {
+            x &+= 0x9E37_79B9_7F4A_7C15
+            var z = x
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            for b in 0..<8 { out[word * 8 + b] = UInt8(truncatingIfNeeded: z >> (8 * UInt64(b))) }
+        }
+        return out
     }
 
     /// xorshift64*: cheap enough not to show in the measurement.
@@ -236,7 +249,7 @@ final class BenchDriver: @unchecked Sendable {
             return
         }
         let r = next()
-        let key = keys[Int(r % UInt64(keys.count))]
+        let key = Self.keyId(Int(r % UInt64(keyCount)))
         let counter = UInt32((r >> 32) % 100_000)
         store.commitAssertion(keyId: key, counter: counter, challenge: nil) { result in
             switch result {
