@@ -85,12 +85,19 @@ public final class GatewayServer: Sendable {
             }
             return await server.reload()
         }
-        let readinessLoop = group.next()
+        // Ready when every worker's store answers: a load balancer must not
+        // send traffic while one worker's Redis connection is still down.
+        let workerLoops = Array(group.makeIterator())
         let admin: AdminServer
         do {
             admin = try await AdminServer.start(
                 address: config.admin.address, token: config.admin.token, metrics: metrics.registry,
-                readiness: { (try? await stores.store(for: readinessLoop).ping().get()) != nil },
+                readiness: {
+                    for loop in workerLoops where (try? await stores.store(for: loop).ping().get()) == nil {
+                        return false
+                    }
+                    return true
+                },
                 actions: actions, group: group, logger: logger)
         } catch {
             await gateway.shutdown(deadline: .now())

@@ -90,9 +90,17 @@ final class EnforcementHarness: @unchecked Sendable {
         var logger = Logger(label: "assertgate.e2e")
         logger.logLevel = .critical
         let server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
-        return EnforcementHarness(
+        let harness = EnforcementHarness(
             redis: redis, upstream: upstream, server: server, directory: directory, ca: ca, receiptCA: receiptCA,
             configPath: configPath)
+        // Like a load balancer: no traffic before /readyz (every worker's Redis
+        // connection up); polled, bounded by a deadline.
+        let deadline = Date().addingTimeInterval(10)
+        while try await harness.send("GET", "/readyz", http1: true, base: harness.adminBase).status != 200 {
+            guard Date() < deadline else { throw HarnessError("/readyz did not answer 200 within 10 s") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return harness
     }
 
     private init(
