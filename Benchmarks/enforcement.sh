@@ -35,58 +35,14 @@ else
     ON_GW=""; ON_REST=""; LOAD_THREADS=()
 fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="$(mktemp -d /tmp/assertgate-bench.XXXXXX)"
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+. "$ROOT/Benchmarks/bench-env.sh"
 GW="$BIN/assertgate"
-DEV="$BIN/assertgate-device"
-[ -x "$GW" ] && [ -x "$DEV" ] || { echo "build first: swift build -c release --product assertgate --product assertgate-device" >&2; exit 2; }
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-UP=$(free_port); RP=$(free_port); GP=$(free_port); AP=$(free_port)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
+[ -x "$GW" ] || { echo "build first: swift build -c release --product assertgate" >&2; exit 2; }
 if [ "${IDLE_POLL:-0}" = 1 ]; then
     python3 -c 'import struct, time; f = open("/dev/cpu_dma_latency", "wb", buffering=0); f.write(struct.pack("i", 0)); time.sleep(86400)' & pids+=($!)
 fi
-
-# Upstream: nginx, 1 worker, keep-alive, like ../shared/bench's "legacy API".
-mkdir -p "$WORK/nginx/logs"
-cat >"$WORK/nginx/nginx.conf" <<NG
-worker_processes 1;
-error_log $WORK/nginx/logs/error.log warn;
-pid $WORK/nginx/nginx.pid;
-events { worker_connections 16384; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  keepalive_timeout 120s;
-  server {
-    listen 127.0.0.1:$UP;
-    location / { default_type application/json; return 200 '{"ok":true,"padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}\n'; }
-  }
-}
-NG
-$ON_REST nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
-$ON_REST redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" & pids+=($!)
-"$DEV" init-ca --state "$WORK/device" >/dev/null 2>&1
-cat >"$WORK/gw.yaml" <<YAML
-listeners: [{address: 127.0.0.1:$GP}]
-admin: {address: 127.0.0.1:$AP}
-apps: [{appId: ABCDE12345.com.example.app, environments: [development]}]
-attestation:
-  trustAnchors: [$WORK/device/ca/root.cert.pem]
-  receiptTrustAnchors: [$WORK/device/ca/receipt-root.cert.pem]
-  challengeRate: {perSecond: 100000, burst: 100000}
-store: {redis: {url: "redis://127.0.0.1:$RP/0"}}
-upstreams: {api: {endpoints: [http://127.0.0.1:$UP]}}
-routes:
-  - {match: {prefix: /api/}, upstream: api, mode: enforce}
-  - {match: {prefix: /open/}, upstream: api, mode: passthrough}
-logging: {level: warning, format: text}
-YAML
 $ON_GW "$GW" serve --config "$WORK/gw.yaml" --workers 1 >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$AP/readyz" >/dev/null && break; sleep 0.1; done
+wait_ready
 
 run() { # name path extra-args...
     local name=$1 path=$2; shift 2
