@@ -45,8 +45,24 @@ extension Integration {
             if mode == "busy":
                 print(json.dumps({"closedAfter": None, "responses": responses, "open": time.monotonic() - start}))
                 sys.exit(0)
-            while s.recv(4096):
-                pass
+            if mode == "trickle":
+                # One request first (the connection is established), then the
+                # next head one byte every 50 ms: never idle, never complete.
+                s.sendall(req)
+                responses += 1 if read_response() else 0
+                for b in b"GET /hello HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 200:
+                    try:
+                        s.sendall(bytes([b]))
+                    except OSError:
+                        break
+                    time.sleep(0.05)
+                    if time.monotonic() - start > 5:
+                        break
+            try:
+                while s.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass  # closed while we were still sending: the kernel answered with RST
             print(json.dumps({"closedAfter": time.monotonic() - start, "responses": responses}))
             """#
 
@@ -66,7 +82,19 @@ extension Integration {
             try await Harness.start(responseTimeout: .milliseconds(400)) { config in
                 config.listeners[0].handshakeTimeout = .milliseconds(300)
                 config.listeners[0].idleTimeout = .milliseconds(600)
+                config.listeners[0].headerTimeout = .milliseconds(400)
             }
+        }
+
+        @Test func aRequestHeadTrickledByteByByteIsCut() async throws {
+            let h = try await start()
+            let o = try await run(h, "trickle")
+            #expect(o.responses == 1)
+            // Bytes arrive every 50 ms, so the idle timeout (600 ms) never
+            // fires; the header timeout (400 ms from the head's first byte) does.
+            let closedAfter = try #require(o.closedAfter)
+            #expect(closedAfter >= 0.38 && closedAfter < 3, "closed after \(closedAfter) s")
+            try await h.stop()
         }
 
         @Test func aConnectionThatSendsNothingIsClosedAfterTheHandshakeTimeout() async throws {

@@ -47,7 +47,7 @@ struct ConfigSectionParser {
             let path = "listeners[\(i)]"
             guard
                 let view = reader.mapping(
-                    item, path: path, allowed: ["address", "tls", "handshakeTimeout", "idleTimeout"])
+                    item, path: path, allowed: ["address", "tls", "handshakeTimeout", "headerTimeout", "idleTimeout"])
             else { continue }
             guard let address = address(view, "address", required: true) else { continue }
             if address.port != 0, let first = seen[address] {
@@ -64,6 +64,7 @@ struct ConfigSectionParser {
             }
             var listener = ListenerConfig(address: address, tls: tls)
             if let t = reader.duration(view, "handshakeTimeout") { listener.handshakeTimeout = t }
+            if let t = reader.duration(view, "headerTimeout") { listener.headerTimeout = t }
             listener.idleTimeout = reader.duration(view, "idleTimeout")
             result.append(listener)
         }

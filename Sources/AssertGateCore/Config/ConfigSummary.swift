@@ -7,6 +7,7 @@ public enum ConfigSummary {
         out.append("listeners:")
         for l in config.listeners {
             let timeouts = "handshakeTimeout \(DurationParser.format(l.handshakeTimeout)), "
+                + "headerTimeout \(DurationParser.format(l.headerTimeout)), "
                 + "idleTimeout \(DurationParser.format(l.effectiveIdleTimeout))"
             if let tls = l.tls {
                 out.append(

@@ -44,7 +44,13 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.clientAddress = context.channel.remoteAddress?.ipAddress
+        timeouts = try? context.pipeline.syncOperations.handler(type: ConnectionTimeoutHandler.self)
+        timeouts?.awaitRequestHead()
     }
+
+    /// The connection's timeouts (absent in tests that build a bare pipeline):
+    /// told when a request head is awaited and when it is complete.
+    private var timeouts: ConnectionTimeoutHandler?
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
@@ -56,6 +62,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         if lingering { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
+            timeouts?.requestHeadReceived()
             requestComplete = false
             startRequest(head)
         case .body(let buffer):
@@ -167,6 +174,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         } else {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            timeouts?.awaitRequestHead()
         }
         resumeReads()
     }

@@ -8,22 +8,32 @@ import NIOCore
 /// - no byte read and no write issued for `idleTimeout` afterwards: a
 ///   keep-alive connection left open, or a peer that stopped reading (our
 ///   writes, close_notify included, never complete and nothing new happens).
+/// - an HTTP/1.1 request head not complete within `headerTimeout` of its first
+///   byte (see `awaitRequestHead`): a client trickling a header byte at a
+///   time, which resets the idle clock forever (slowloris).
 /// It sits first in the pipeline (next to the socket) and passes everything
 /// through untouched; activity is a timestamp store, the timer is one task
-/// re-armed only when it fires.
+/// re-armed only when it fires or an earlier deadline appears.
 final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
 
     private let handshakeTimeout: TimeAmount
     private let idleTimeout: TimeAmount
+    private let headerTimeout: TimeAmount
     private var established = false
     private var lastActivity = NIODeadline.uptimeNanoseconds(0)
     private var timer: Scheduled<Void>?
+    private var timerDeadline: NIODeadline?
+    /// The front end waits for a request head (HTTP/1.1 between requests).
+    private var awaitingHead = false
+    /// The first byte read while `awaitingHead`.
+    private var headStartedAt: NIODeadline?
 
-    init(handshakeTimeout: TimeAmount, idleTimeout: TimeAmount) {
+    init(handshakeTimeout: TimeAmount, idleTimeout: TimeAmount, headerTimeout: TimeAmount = .seconds(30)) {
         self.handshakeTimeout = handshakeTimeout
         self.idleTimeout = idleTimeout
+        self.headerTimeout = headerTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -34,6 +44,7 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     func handlerRemoved(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
+        timerDeadline = nil
     }
 
     /// The connection is up (called by the front end once chosen): from now
@@ -43,11 +54,35 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         established = true
         lastActivity = context.eventLoop.now
         timer?.cancel()
-        arm(context: context, at: lastActivity + idleTimeout)
+        var due = lastActivity + idleTimeout
+        if let started = headStartedAt { due = min(due, started + headerTimeout) }
+        arm(context: context, at: due)
+    }
+
+    /// The HTTP/1.1 front end waits for the next request head: its first byte
+    /// starts the header clock.
+    func awaitRequestHead() {
+        awaitingHead = true
+        headStartedAt = nil
+    }
+
+    /// The head is complete: no header clock until the next `awaitRequestHead`.
+    func requestHeadReceived() {
+        awaitingHead = false
+        headStartedAt = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         lastActivity = context.eventLoop.now
+        if awaitingHead, headStartedAt == nil {
+            headStartedAt = lastActivity
+            let due = lastActivity + headerTimeout
+            // One timer: move it earlier if the header deadline comes first.
+            if timerDeadline.map({ $0 > due }) ?? true {
+                timer?.cancel()
+                arm(context: context, at: due)
+            }
+        }
         context.fireChannelRead(data)
     }
 
@@ -59,10 +94,12 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
+        timerDeadline = nil
         context.fireChannelInactive()
     }
 
     private func arm(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        timerDeadline = deadline
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(deadline: deadline) {
             let (handler, context) = bound.value
@@ -72,12 +109,14 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
 
     private func fire(context: ChannelHandlerContext) {
         timer = nil
+        timerDeadline = nil
         guard context.channel.isActive else { return }
         guard established else {
             context.close(promise: nil)
             return
         }
-        let due = lastActivity + idleTimeout
+        var due = lastActivity + idleTimeout
+        if let started = headStartedAt { due = min(due, started + headerTimeout) }
         if due <= context.eventLoop.now {
             context.close(promise: nil)
         } else {

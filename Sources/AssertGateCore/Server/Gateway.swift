@@ -96,7 +96,8 @@ public final class Gateway: Sendable {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(
                         ConnectionTimeoutHandler(
-                            handshakeTimeout: listener.handshakeTimeout, idleTimeout: listener.effectiveIdleTimeout))
+                            handshakeTimeout: listener.handshakeTimeout, idleTimeout: listener.effectiveIdleTimeout,
+                            headerTimeout: listener.headerTimeout))
                     if let tls {
                         try sync.addHandler(OpenSSLServerHandler(context: tls, logger: logger))
                         try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))

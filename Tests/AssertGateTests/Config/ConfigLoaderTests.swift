@@ -71,6 +71,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
     @Test func listenerTimeoutsHaveDefaultsAndMustOutlastUpstreamResponses() throws {
         let c = try load(minimalYAML)
         #expect(c.listeners[0].handshakeTimeout == .seconds(10))
+        #expect(c.listeners[0].headerTimeout == .seconds(30))
         #expect(c.listeners[0].idleTimeout == .seconds(120))
         // Unset, it outlasts the slowest upstream by 30 s.
         let slow = try load(minimalYAML.replacingOccurrences(
@@ -78,8 +79,9 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(slow.listeners[0].idleTimeout == .seconds(330))
         let set = try load(minimalYAML.replacingOccurrences(
             of: "listeners: [{address: 127.0.0.1:8080}]",
-            with: "listeners: [{address: 127.0.0.1:8080, handshakeTimeout: 3s, idleTimeout: 45s}]"))
+            with: "listeners: [{address: 127.0.0.1:8080, handshakeTimeout: 3s, headerTimeout: 5s, idleTimeout: 45s}]"))
         #expect(set.listeners[0].handshakeTimeout == .seconds(3))
+        #expect(set.listeners[0].headerTimeout == .seconds(5))
         #expect(set.listeners[0].idleTimeout == .seconds(45))
         // The default responseTimeout is 30s: an idle timeout of 30s would cut
         // a request still waiting for its upstream.

@@ -28,6 +28,46 @@ import Testing
         #expect(try ch.readInbound(as: ByteBuffer.self) == ByteBuffer(string: "PRI * HT"))
     }
 
+    @Test func aTrickledRequestHeadIsCutAtTheHeaderTimeout() throws {
+        let loop = EmbeddedEventLoop()
+        let handler = ConnectionTimeoutHandler(
+            handshakeTimeout: .seconds(2), idleTimeout: .seconds(10), headerTimeout: .seconds(3))
+        let ch = EmbeddedChannel(handler: handler, loop: loop)
+        try ch.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try establish(ch, handler)
+        handler.awaitRequestHead()
+        loop.advanceTime(by: .seconds(5))  // waiting for the first byte: only the idle clock runs
+        #expect(ch.isActive)
+        // A byte a second: the idle clock never expires, the header clock does.
+        for _ in 0..<2 {
+            try ch.writeInbound(ByteBuffer(string: "G"))
+            loop.advanceTime(by: .seconds(1))
+            #expect(ch.isActive)
+        }
+        try ch.writeInbound(ByteBuffer(string: "E"))
+        loop.advanceTime(by: .seconds(1))
+        #expect(!ch.isActive)
+    }
+
+    @Test func aCompleteHeadStopsTheHeaderClock() throws {
+        let loop = EmbeddedEventLoop()
+        let handler = ConnectionTimeoutHandler(
+            handshakeTimeout: .seconds(2), idleTimeout: .seconds(10), headerTimeout: .seconds(3))
+        let ch = EmbeddedChannel(handler: handler, loop: loop)
+        try ch.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try establish(ch, handler)
+        handler.awaitRequestHead()
+        try ch.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\n"))
+        loop.advanceTime(by: .seconds(2))
+        handler.requestHeadReceived()
+        // A slow body or a slow upstream is the idle timeout's business.
+        for _ in 0..<4 {
+            try ch.writeInbound(ByteBuffer(string: "b"))
+            loop.advanceTime(by: .seconds(2))
+        }
+        #expect(ch.isActive)
+    }
+
     @Test func establishedConnectionsCloseOnlyAfterIdleTimeout() throws {
         let (ch, loop, handler) = try channel()
         loop.advanceTime(by: .seconds(1))
