@@ -4,9 +4,12 @@ import Testing
 @testable import AssertGateCore
 
 @Suite struct ConnectionTimeoutHandlerTests {
-    private func channel() throws -> (EmbeddedChannel, EmbeddedEventLoop, ConnectionTimeoutHandler) {
+    private func channel(headerTimeout: TimeAmount = .seconds(30)) throws
+        -> (EmbeddedChannel, EmbeddedEventLoop, ConnectionTimeoutHandler)
+    {
         let loop = EmbeddedEventLoop()
-        let handler = ConnectionTimeoutHandler(handshakeTimeout: .seconds(2), idleTimeout: .seconds(10))
+        let handler = ConnectionTimeoutHandler(
+            handshakeTimeout: .seconds(2), idleTimeout: .seconds(10), headerTimeout: headerTimeout)
         let ch = EmbeddedChannel(handler: handler, loop: loop)
         try ch.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return (ch, loop, handler)
@@ -29,11 +32,7 @@ import Testing
     }
 
     @Test func aTrickledRequestHeadIsCutAtTheHeaderTimeout() throws {
-        let loop = EmbeddedEventLoop()
-        let handler = ConnectionTimeoutHandler(
-            handshakeTimeout: .seconds(2), idleTimeout: .seconds(10), headerTimeout: .seconds(3))
-        let ch = EmbeddedChannel(handler: handler, loop: loop)
-        try ch.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let (ch, loop, handler) = try channel(headerTimeout: .seconds(3))
         try establish(ch, handler)
         handler.awaitRequestHead()
         loop.advanceTime(by: .seconds(5))  // waiting for the first byte: only the idle clock runs
@@ -50,11 +49,7 @@ import Testing
     }
 
     @Test func aCompleteHeadStopsTheHeaderClock() throws {
-        let loop = EmbeddedEventLoop()
-        let handler = ConnectionTimeoutHandler(
-            handshakeTimeout: .seconds(2), idleTimeout: .seconds(10), headerTimeout: .seconds(3))
-        let ch = EmbeddedChannel(handler: handler, loop: loop)
-        try ch.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let (ch, loop, handler) = try channel(headerTimeout: .seconds(3))
         try establish(ch, handler)
         handler.awaitRequestHead()
         try ch.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\n"))
