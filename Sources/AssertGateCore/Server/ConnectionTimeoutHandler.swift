@@ -42,9 +42,7 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
-        timerDeadline = nil
+        disarm()
     }
 
     /// The connection is up (called by the front end once chosen): from now
@@ -53,10 +51,16 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         guard !established else { return }
         established = true
         lastActivity = context.eventLoop.now
-        timer?.cancel()
-        var due = lastActivity + idleTimeout
-        if let started = headStartedAt { due = min(due, started + headerTimeout) }
-        arm(context: context, at: due)
+        disarm()
+        arm(context: context, at: establishedDeadline)
+    }
+
+    /// When an established connection is due to close: idle, or a request
+    /// head that has been arriving for too long, whichever comes first.
+    private var establishedDeadline: NIODeadline {
+        let idle = lastActivity + idleTimeout
+        guard let started = headStartedAt else { return idle }
+        return min(idle, started + headerTimeout)
     }
 
     /// The HTTP/1.1 front end waits for the next request head: its first byte
@@ -79,7 +83,7 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
             let due = lastActivity + headerTimeout
             // One timer: move it earlier if the header deadline comes first.
             if timerDeadline.map({ $0 > due }) ?? true {
-                timer?.cancel()
+                disarm()
                 arm(context: context, at: due)
             }
         }
@@ -92,10 +96,14 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    private func disarm() {
         timer?.cancel()
         timer = nil
         timerDeadline = nil
-        context.fireChannelInactive()
     }
 
     private func arm(context: ChannelHandlerContext, at deadline: NIODeadline) {
@@ -115,8 +123,7 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
             context.close(promise: nil)
             return
         }
-        var due = lastActivity + idleTimeout
-        if let started = headStartedAt { due = min(due, started + headerTimeout) }
+        let due = establishedDeadline
         if due <= context.eventLoop.now {
             context.close(promise: nil)
         } else {
