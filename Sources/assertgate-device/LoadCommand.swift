@@ -48,7 +48,7 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "User id for the attested keys.")
     var userId: String?
 
-    @Option(help: "Total requests per second (paced per stream slot); default: as fast as possible.")
+    @Option(help: "Total requests per second: every stream slot keeps a fixed schedule, and latency counts from when a request was due (coordinated omission corrected); default: as fast as possible.")
     var rate: Double?
 
     @Option(help: "Client event-loop threads (default: one per core). 1 keeps the load tool on one core, e.g. next to a pinned gateway.")
@@ -57,7 +57,7 @@ struct LoadCommand: AsyncParsableCommand {
     @Flag(help: "With --rate: sign all assertions before the run (rate x time per slot), so the client does no ECDSA work while it measures.")
     var presign = false
 
-    @Option(help: "Write every measured request as a TSV line: sent ms (after the warm-up), latency ms, connection.")
+    @Option(help: "Write every measured request as a TSV line: sent ms (when it was due, with --rate; after the warm-up), latency ms, connection.")
     var latencyLog: String?
 
     @Option(help: "PID of the gateway: report its CPU seconds over the measured window (Linux /proc).")

@@ -126,6 +126,32 @@ struct LoadGeneratorTests {
         #expect(report.elapsedSeconds >= 0.56)
     }
 
+    @Test func pacedLatencyCountsFromWhenTheRequestWasDue() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.path = "/open?delay=40"
+        options.connections = 1
+        options.streams = 1
+        options.requests = 6
+        options.rate = 100
+        options.passthrough = true
+        options.recordSamples = true
+        let report = try await LoadGenerator(options: options, group: group, deviceFactory: nil).run()
+        #expect(report.successes == 6)
+        // One slot due every 10 ms, each answer taking 40 ms: request k is
+        // due at 10k ms but can only leave at 40k ms, so its latency counts
+        // the 30k ms it waited for its slot. Measured from the send alone,
+        // every request would show ~40 ms.
+        let latencies = report.samples.sorted { $0.sentMicros < $1.sentMicros }.map(\.latencyMicros)
+        #expect(latencies.count == 6)
+        #expect(latencies.allSatisfy { $0 >= 40_000 }, "\(latencies)")
+        #expect(latencies.last.map { $0 >= 40_000 + 5 * 30_000 } == true, "\(latencies)")
+        // Due times keep the schedule: 10 ms apart, not re-phased after each late answer.
+        let due = report.samples.map(\.sentMicros).sorted()
+        #expect(zip(due.dropFirst(), due).allSatisfy { abs($0 - $1 - 10_000) < 1_000 }, "\(due)")
+    }
+
     @Test func presignedAssertionsAreAcceptedAndPacingSpreadsConnections() async throws {
         let server = try TestH2Server()
         defer { server.stop() }

@@ -291,21 +291,30 @@ final class LoadWorker {
         return .nanoseconds(Int64(totalSlots / rate * 1e9))
     }
 
+    /// With a rate every slot keeps its own fixed schedule (due, due +
+    /// interval, …): a slot held up past its next due time sends at once and
+    /// catches up, but never moves its phase. Re-phasing from the completion
+    /// time (as this did) lets one stall line every delayed slot up on the
+    /// same instant, and the client sends in bursts from then on.
     private func next(_ slot: Slot) {
         if let due = slot.due, let interval = slotInterval {
-            let now = NIODeadline.now()
-            slot.due = max(due, now) + interval
-            if due > now {
+            slot.due = due + interval
+            if due > NIODeadline.now() {
                 let bound = NIOLoopBound(self, eventLoop: client.eventLoop)
                 let boundSlot = NIOLoopBound(slot, eventLoop: client.eventLoop)
-                client.eventLoop.scheduleTask(deadline: due) { bound.value.send(boundSlot.value) }
+                client.eventLoop.scheduleTask(deadline: due) { bound.value.send(boundSlot.value, due: due) }
                 return
             }
+            return send(slot, due: due)
         }
-        send(slot)
+        send(slot, due: nil)
     }
 
-    private func send(_ slot: Slot) {
+    /// `due`: when a paced request should have left. Its latency counts from
+    /// then (correcting for coordinated omission, as wrk2 does): a request the
+    /// client could not send because its slot was still waiting on a stalled
+    /// response has waited as long as a user of a stalled app would have.
+    private func send(_ slot: Slot, due: NIODeadline?) {
         let now = NIODeadline.now()
         let measured = now >= measureFrom
         if measured {
@@ -332,7 +341,7 @@ final class LoadWorker {
                 }
             }
         }
-        let sent = NIODeadline.now()
+        let startedAt = due.map { min($0, NIODeadline.now()) } ?? NIODeadline.now()
         let bound = NIOLoopBound(self, eventLoop: client.eventLoop)
         let boundSlot = NIOLoopBound(slot, eventLoop: client.eventLoop)
         client.execute(request).whenComplete { outcome in
@@ -340,9 +349,9 @@ final class LoadWorker {
             switch outcome {
             case .success(let response):
                 let ok = (200..<300).contains(response.status)
-                worker.record(measured: measured, started: sent, key: ok ? nil : Self.failureKey(response), success: ok)
+                worker.record(measured: measured, started: startedAt, key: ok ? nil : Self.failureKey(response), success: ok)
             case .failure(let error):
-                worker.record(measured: measured, started: sent, key: "error: \(error)", success: false)
+                worker.record(measured: measured, started: startedAt, key: "error: \(error)", success: false)
             }
             worker.next(boundSlot.value)
         }
