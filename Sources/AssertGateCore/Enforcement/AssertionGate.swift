@@ -19,6 +19,9 @@ public final class AssertionGate: RequestGate {
     private let keys: KeyCache
     private let metrics: GatewayMetrics?
     private let clock: @Sendable () -> Int64
+    /// `assertgate_enforcement_duration_seconds` by route mode, resolved once.
+    private let enforceDuration: Histogram?
+    private let monitorDuration: Histogram?
 
     public init(
         eventLoop: EventLoop, store: any Store, metrics: GatewayMetrics?,
@@ -29,6 +32,15 @@ public final class AssertionGate: RequestGate {
         self.metrics = metrics
         self.keys = KeyCache(capacity: keyCacheCapacity)
         self.clock = clock
+        self.enforceDuration = metrics?.enforcementDuration.labels(PolicyMode.enforce.rawValue)
+        self.monitorDuration = metrics?.enforcementDuration.labels(PolicyMode.monitor.rawValue)
+    }
+
+    /// Records how long the check of a request took and passes its decision on.
+    private func timed(_ started: NIODeadline, _ route: RouteConfig, _ decision: GateDecision) -> GateDecision {
+        let histogram = route.mode == .monitor ? monitorDuration : enforceDuration
+        histogram?.observe(elapsedNanoseconds: (NIODeadline.now() - started).nanoseconds)
+        return decision
     }
 
     public func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy {
@@ -46,6 +58,7 @@ public final class AssertionGate: RequestGate {
             if let fixed = context.unsignedPassthroughHeaders { return .decided(.forward(extraHeaders: fixed)) }
             return .decided(forward(.none, request, context))
         }
+        let started = NIODeadline.now()
         // 1. Headers and assertion object.
         let headers: AssertionHeaders
         let parsed: ParsedAssertion
@@ -54,12 +67,12 @@ public final class AssertionGate: RequestGate {
                 names: context.headerNames, challengeRequired: route.challengeRequired
             ) { request.headers.first(name: $0) }
         } catch {
-            return .decided(fail(error.reason, request, route, context))
+            return .decided(timed(started, route, fail(error.reason, request, route, context)))
         }
         do throws(VerificationError) {
             parsed = try ParsedAssertion.parse(headers.assertion)
         } catch {
-            return .decided(fail(error.reason, request, route, context))
+            return .decided(timed(started, route, fail(error.reason, request, route, context)))
         }
         let bodyHash: String
         if route.bindBody, let body {
@@ -75,23 +88,26 @@ public final class AssertionGate: RequestGate {
 
         // 2. The key: from the worker cache, else one load from the store.
         if let entry = keys.get(headers.keyId) {
-            return .pending(verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context))
+            return .pending(verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context, started))
         }
         // Every continuation runs on this worker's loop (the gate is loop-confined).
         let loaded = store.loadKey(keyId: headers.keyId).hop(to: eventLoop).assumeIsolated()
         let decision = loaded.flatMap { stored -> EventLoopFuture<GateDecision> in
             guard let stored else {
-                return self.eventLoop.makeSucceededFuture(self.fail(.unknownKey, request, route, context))
+                return self.eventLoop.makeSucceededFuture(
+                    self.timed(started, route, self.fail(.unknownKey, request, route, context)))
             }
             guard let publicKey = try? P256PublicKey(point: stored.publicKey) else {
                 // A stored key that does not parse cannot verify anything.
-                return self.eventLoop.makeSucceededFuture(self.fail(.unknownKey, request, route, context))
+                return self.eventLoop.makeSucceededFuture(
+                    self.timed(started, route, self.fail(.unknownKey, request, route, context)))
             }
             let entry = KeyCache.Entry(stored: stored, publicKey: publicKey)
             self.keys.put(headers.keyId, entry)
-            return self.verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context)
+            return self.verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context, started)
         }.recover { error in
-            self.storeFailed(error, request, route, context)
+            // Only the key load fails this future: `verifyAndCommit` always succeeds its own.
+            self.timed(started, route, self.storeFailed(error, request, route, context))
         }
         return .pending(decision.nonisolated())
     }
@@ -99,14 +115,14 @@ public final class AssertionGate: RequestGate {
     /// Steps 3–6: signature, App ID, the atomic commit, the risk metric.
     private func verifyAndCommit(
         _ entry: KeyCache.Entry, _ parsed: ParsedAssertion, _ headers: AssertionHeaders, _ clientDataHash: [UInt8],
-        _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
+        _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext, _ started: NIODeadline
     ) -> EventLoopFuture<GateDecision> {
         do throws(VerificationError) {
             _ = try parsed.verify(
                 verifier: entry.verifier, appId: entry.stored.appId, clientDataHash: clientDataHash,
                 previousCounter: nil)
         } catch {
-            return eventLoop.makeSucceededFuture(fail(error.reason, request, route, context))
+            return eventLoop.makeSucceededFuture(timed(started, route, fail(error.reason, request, route, context)))
         }
         // One promise for the decision; the store calls back on its loop,
         // which is this worker's (no hop, no chain of futures).
@@ -117,9 +133,9 @@ public final class AssertionGate: RequestGate {
             let (gate, entry, headers, request, route, context) = bound.value
             switch outcome {
             case .success(let result):
-                promise.succeed(gate.decide(result, entry, headers, request, route, context))
+                promise.succeed(gate.timed(started, route, gate.decide(result, entry, headers, request, route, context)))
             case .failure(let error):
-                promise.succeed(gate.storeFailed(error, request, route, context))
+                promise.succeed(gate.timed(started, route, gate.storeFailed(error, request, route, context)))
             }
         }
         store.commitAssertion(keyId: headers.keyId, counter: parsed.counter, challenge: headers.challenge) { outcome in

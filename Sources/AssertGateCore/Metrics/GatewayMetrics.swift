@@ -10,6 +10,8 @@ public final class GatewayMetrics: Sendable {
     public let rejections: MetricFamilyOf<Counter>
     /// `assertgate_upstream_request_duration_seconds{upstream}`
     public let upstreamRequestDuration: MetricFamilyOf<Histogram>
+    /// `assertgate_enforcement_duration_seconds{mode}` (`enforce`, `monitor`)
+    public let enforcementDuration: MetricFamilyOf<Histogram>
     /// `assertgate_open_connections{protocol}` (`http1`, `h2`)
     public let openConnections: MetricFamilyOf<Gauge>
     /// `assertgate_open_streams`
@@ -33,6 +35,11 @@ public final class GatewayMetrics: Sendable {
             "assertgate_upstream_request_duration_seconds",
             help: "Time from sending a request upstream to the end of its response headers.",
             labelNames: ["upstream"])
+        enforcementDuration = registry.histogram(
+            "assertgate_enforcement_duration_seconds",
+            help: "Time the assertion check of a request took, from its complete head (and bound body) to the decision: "
+                + "header and assertion parsing, signature, the store commit (or key load).",
+            labelNames: ["mode"], buckets: Self.enforcementBuckets)
         openConnections = registry.gauge(
             "assertgate_open_connections", help: "Open downstream connections by protocol.", labelNames: ["protocol"])
         openStreams = registry.gauge("assertgate_open_streams", help: "Open HTTP/2 streams and HTTP/1.1 requests in flight.")
@@ -48,6 +55,13 @@ public final class GatewayMetrics: Sendable {
         _ = configReloads.labels("success")
         _ = configReloads.labels("failure")
     }
+
+    /// Sub-millisecond resolution: a verify is tens of µs and a commit one
+    /// Redis round trip, so Prometheus' default buckets (from 5 ms) would put
+    /// nearly every request in the first one.
+    public static let enforcementBuckets: [Double] = [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5,
+    ]
 
     /// Lock-free: the table is built at init.
     public func rejection(_ reason: ReasonToken) -> Counter {

@@ -107,6 +107,29 @@ extension Integration {
             try await h.stop()
         }
 
+        @Test func enforcementDurationIsObservedPerModeAndNotForPassthrough() async throws {
+            let h = try await EnforcementHarness.start()
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            let accepted = try await h.send(
+                "GET", "/enforce/a", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/a", counter: 1))
+            #expect(accepted.status == 200)
+            #expect(try await h.send("GET", "/enforce/a").status == 401)  // decided without the store
+            // Rejected by the commit (counter not above the stored one), forwarded in monitor.
+            let replay = try await h.send(
+                "GET", "/monitor/a", headers: h.assertionHeaders(device, method: "GET", path: "/monitor/a", counter: 1))
+            #expect(replay.status == 200)
+            #expect(try await h.send("GET", "/open/a").status == 200)
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body
+            #expect(metrics.contains(#"assertgate_enforcement_duration_seconds_count{mode="enforce"} 2"#), "\(metrics)")
+            #expect(metrics.contains(#"assertgate_enforcement_duration_seconds_count{mode="monitor"} 1"#))
+            // Every check of this run finished within the largest finite bucket.
+            #expect(metrics.contains(#"assertgate_enforcement_duration_seconds_bucket{mode="enforce",le="5"} 2"#))
+            #expect(metrics.contains(#"assertgate_enforcement_duration_seconds_bucket{mode="monitor",le="5"} 1"#))
+            #expect(!metrics.contains(#"assertgate_enforcement_duration_seconds_count{mode="passthrough"}"#))
+            try await h.stop()
+        }
+
         @Test func oneRedisRoundTripPerAssertedRequest() async throws {
             let h = try await EnforcementHarness.start()
             let device = try h.newDevice()
