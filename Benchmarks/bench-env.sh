@@ -7,7 +7,7 @@
 WORK="$(mktemp -d /tmp/assertgate-bench.XXXXXX)"
 BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
 DEV="$BIN/assertgate-device"
-[ -x "$DEV" ] || { echo "build first: swift build -c release --product assertgate --product assertgate-device" >&2; exit 2; }
+[ -x "$DEV" ] || { echo "build first: swift build -c release --product assertgate && swift build -c release --product assertgate-device" >&2; exit 2; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 UP=$(free_port); RP=$(free_port); GP=$(free_port); AP=$(free_port)
