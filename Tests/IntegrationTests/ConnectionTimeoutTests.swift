@@ -58,6 +58,49 @@ extension Integration {
                     time.sleep(0.05)
                     if time.monotonic() - start > 5:
                         break
+            def frame(ftype, flags, sid, payload):
+                return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") + payload
+            def read_h2_response(sid):
+                # Frames until the response HEADERS (or RST_STREAM) of `sid`; True
+                # if it says 200 (HPACK static index 8, ":status 200", first).
+                buf = b""
+                while True:
+                    while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            return False
+                        buf += chunk
+                    n = int.from_bytes(buf[:3], "big")
+                    ftype, sid_in, payload = buf[3], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, buf[9:9 + n]
+                    buf = buf[9 + n:]
+                    if ftype == 1 and sid_in == sid:
+                        return payload[:1] == b"\x88"
+                    if ftype == 3 and sid_in == sid:
+                        return False
+            # h2c prior knowledge; :method GET, :scheme http, :path /hello, :authority t
+            block = b"\x82\x86" + b"\x04\x06/hello" + b"\x01\x01t"
+            if mode in ("h2idle", "h2trickle", "h2refused"):
+                s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b""))
+                # END_STREAM | END_HEADERS; "h2refused" adds a field name in
+                # upper case, which HTTP/2 forbids: the stream is reset.
+                bad = b"\x00\x05X-Bad\x01v" if mode == "h2refused" else b""
+                s.sendall(frame(1, 0x5, 1, block + bad))
+                responses += 1 if read_h2_response(1) else 0
+            if mode == "h2trickle":
+                # The next request's HEADERS frame, its payload one byte every
+                # 50 ms: never idle, never complete. (CONTINUATION frames are
+                # capped at 8 per block, so one frame is where a slow client
+                # can drag a head out.)
+                payload = block + b"\x00\x06x-slow\x64" + b"a" * 100
+                s.sendall(frame(1, 0x5, 3, payload)[:9])
+                for b in payload:
+                    try:
+                        s.sendall(bytes([b]))
+                    except OSError:
+                        break
+                    time.sleep(0.05)
+                    if time.monotonic() - start > 5:
+                        break
             try:
                 while s.recv(4096):
                     pass
@@ -94,6 +137,37 @@ extension Integration {
             // fires; the header timeout (400 ms from the head's first byte) does.
             let closedAfter = try #require(o.closedAfter)
             #expect(closedAfter >= 0.38 && closedAfter < 3, "closed after \(closedAfter) s")
+            try await h.stop()
+        }
+
+        @Test func anHTTP2HeaderBlockTrickledByteByByteIsCut() async throws {
+            let h = try await start()
+            let o = try await run(h, "h2trickle")
+            #expect(o.responses == 1)
+            // A byte every 50 ms keeps the idle clock (600 ms) from firing;
+            // the header timeout (400 ms from the HEADERS frame) does.
+            let closedAfter = try #require(o.closedAfter)
+            #expect(closedAfter >= 0.38 && closedAfter < 3, "closed after \(closedAfter) s")
+            try await h.stop()
+        }
+
+        @Test func anHTTP2ConnectionWithCompleteHeadersIsClosedOnlyWhenIdle() async throws {
+            let h = try await start()
+            let o = try await run(h, "h2idle")
+            #expect(o.responses == 1)
+            // The header clock stopped with the block: the idle timeout (600 ms), not 400 ms.
+            let closedAfter = try #require(o.closedAfter)
+            #expect(closedAfter >= 0.58 && closedAfter < 5, "closed after \(closedAfter) s")
+            try await h.stop()
+        }
+
+        @Test func anHTTP2HeaderBlockRefusedByNghttp2StopsTheHeaderClock() async throws {
+            let h = try await start()
+            let o = try await run(h, "h2refused")
+            #expect(o.responses == 0)  // reset, not answered
+            // The block ended with its stream: closed when idle (600 ms), not at 400 ms.
+            let closedAfter = try #require(o.closedAfter)
+            #expect(closedAfter >= 0.58 && closedAfter < 5, "closed after \(closedAfter) s")
             try await h.stop()
         }
 

@@ -57,8 +57,9 @@ public struct ListenerConfig: Sendable {
     /// A connection must have finished its TLS handshake and chosen HTTP/1.1
     /// or HTTP/2 within this time, else it is closed.
     public var handshakeTimeout: TimeAmount = .seconds(10)
-    /// An HTTP/1.1 request head must be complete within this time of its
-    /// first byte, else the connection is closed (slowloris).
+    /// A request head must be complete within this time of its start (an
+    /// HTTP/1.1 head's first byte, an HTTP/2 HEADERS frame), else the
+    /// connection is closed (slowloris).
     public var headerTimeout: TimeAmount = .seconds(30)
     /// An established connection with no byte read and no write for this long
     /// is closed. Longer than every upstream `responseTimeout`; nil (not set in

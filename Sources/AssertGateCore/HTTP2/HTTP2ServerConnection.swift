@@ -55,6 +55,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private var inboundBase: UnsafeRawPointer?
     private var inboundCount = 0
     private var inboundBuffer: ByteBuffer?
+    /// The connection's timeouts (absent in tests that build a bare pipeline):
+    /// told when a header block begins and ends, for `headerTimeout`.
+    private var timeouts: ConnectionTimeoutHandler?
+    /// The stream whose header block (HEADERS + CONTINUATIONs) is arriving:
+    /// at most one, as a block's frames may not interleave with others.
+    private var headerBlockStream: Int32?
 
     // Abuse nghttp2 1.52 does not account for.
     private var emptyDataBudget = TokenBucket(perSecond: 10, burst: 100)
@@ -88,6 +94,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         self.allocator = context.channel.allocator
         self.selfBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         self.clientAddress = context.channel.remoteAddress?.ipAddress
+        self.timeouts = try? context.pipeline.syncOperations.handler(type: ConnectionTimeoutHandler.self)
         do {
             try createSession()
         } catch {
@@ -501,10 +508,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
 
     fileprivate func cbBeginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
-        guard frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
-            frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
-        else { return 0 }
+        guard frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
         let id = frame.pointee.hd.stream_id
+        // Request heads and trailers alike: the block must complete in time.
+        headerBlockStream = id
+        timeouts?.requestHeadStarted()
+        guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
         let stream = HTTP2Stream(id: id, connection: self)
         streams[id] = stream
         lastStream = stream
@@ -548,6 +557,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
+            if hd.stream_id == headerBlockStream { headerBlockEnded() }
             guard let stream = lookupStream(hd.stream_id) else { return 0 }
             if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
                 stream.headersDone = true
@@ -589,8 +599,15 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     fileprivate func cbStreamClose(_ streamId: Int32) -> Int32 {
+        // A block nghttp2 refused (bad field, too large) ends with its stream.
+        if streamId == headerBlockStream { headerBlockEnded() }
         events.append(.closed(streamId))
         return 0
+    }
+
+    private func headerBlockEnded() {
+        headerBlockStream = nil
+        timeouts?.requestHeadReceived()
     }
 
     fileprivate func cbRead(_ stream: HTTP2Stream, _ buf: UnsafeMutablePointer<UInt8>, _ length: Int,

@@ -8,9 +8,11 @@ import NIOCore
 /// - no byte read and no write issued for `idleTimeout` afterwards: a
 ///   keep-alive connection left open, or a peer that stopped reading (our
 ///   writes, close_notify included, never complete and nothing new happens).
-/// - an HTTP/1.1 request head not complete within `headerTimeout` of its first
-///   byte (see `awaitRequestHead`): a client trickling a header byte at a
-///   time, which resets the idle clock forever (slowloris).
+/// - a request head not complete within `headerTimeout` of its start: a
+///   client trickling a header byte at a time, which resets the idle clock
+///   forever (slowloris). HTTP/1.1 says when it waits for a head
+///   (`awaitRequestHead`; the clock starts at its first byte), HTTP/2 when a
+///   header block begins (`requestHeadStarted`, HEADERS then CONTINUATIONs).
 /// It sits first in the pipeline (next to the socket) and passes everything
 /// through untouched; activity is a timestamp store, the timer is one task
 /// re-armed only when it fires or an earlier deadline appears.
@@ -27,8 +29,11 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     private var timerDeadline: NIODeadline?
     /// The front end waits for a request head (HTTP/1.1 between requests).
     private var awaitingHead = false
-    /// The first byte read while `awaitingHead`.
+    /// When the request head in progress started, if one is.
     private var headStartedAt: NIODeadline?
+    /// Set while the handler is in a pipeline (the front ends start the
+    /// header clock from their own callbacks, outside this handler's events).
+    private var context: ChannelHandlerContext?
 
     init(handshakeTimeout: TimeAmount, idleTimeout: TimeAmount, headerTimeout: TimeAmount = .seconds(30)) {
         self.handshakeTimeout = handshakeTimeout
@@ -37,12 +42,14 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         lastActivity = context.eventLoop.now
         arm(context: context, at: lastActivity + handshakeTimeout)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         disarm()
+        self.context = nil
     }
 
     /// The connection is up (called by the front end once chosen): from now
@@ -70,7 +77,14 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         headStartedAt = nil
     }
 
-    /// The head is complete: no header clock until the next `awaitRequestHead`.
+    /// A request head has begun (HTTP/2: a HEADERS frame): the header clock
+    /// starts now unless one is already running.
+    func requestHeadStarted() {
+        guard headStartedAt == nil, let context else { return }
+        startHeaderClock(context: context, at: context.eventLoop.now)
+    }
+
+    /// The head is complete: no header clock until the next head starts.
     func requestHeadReceived() {
         awaitingHead = false
         headStartedAt = nil
@@ -79,15 +93,19 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         lastActivity = context.eventLoop.now
         if awaitingHead, headStartedAt == nil {
-            headStartedAt = lastActivity
-            let due = lastActivity + headerTimeout
-            // One timer: move it earlier if the header deadline comes first.
-            if timerDeadline.map({ $0 > due }) ?? true {
-                disarm()
-                arm(context: context, at: due)
-            }
+            startHeaderClock(context: context, at: lastActivity)
         }
         context.fireChannelRead(data)
+    }
+
+    private func startHeaderClock(context: ChannelHandlerContext, at now: NIODeadline) {
+        headStartedAt = now
+        let due = now + headerTimeout
+        // One timer: move it earlier if the header deadline comes first.
+        if timerDeadline.map({ $0 > due }) ?? true {
+            disarm()
+            arm(context: context, at: due)
+        }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {

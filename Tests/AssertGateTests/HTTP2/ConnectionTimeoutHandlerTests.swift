@@ -63,6 +63,39 @@ import Testing
         #expect(ch.isActive)
     }
 
+    @Test func anHTTP2HeaderBlockMustCompleteWithinTheHeaderTimeout() throws {
+        let (ch, loop, handler) = try channel(headerTimeout: .seconds(3))
+        try establish(ch, handler)
+        // HTTP/2: the clock starts when a HEADERS frame begins, not at a byte.
+        try ch.writeInbound(ByteBuffer(string: "frames"))
+        loop.advanceTime(by: .seconds(5))
+        #expect(ch.isActive)
+        handler.requestHeadStarted()
+        for _ in 0..<2 {
+            try ch.writeInbound(ByteBuffer(string: "c"))  // a CONTINUATION a second
+            loop.advanceTime(by: .seconds(1))
+            #expect(ch.isActive)
+        }
+        handler.requestHeadStarted()  // a later call does not restart the clock
+        loop.advanceTime(by: .seconds(1))
+        #expect(!ch.isActive)
+    }
+
+    @Test func aCompletedHTTP2HeaderBlockLeavesOnlyTheIdleClock() throws {
+        let (ch, loop, handler) = try channel(headerTimeout: .seconds(3))
+        try establish(ch, handler)
+        handler.requestHeadStarted()
+        loop.advanceTime(by: .seconds(2))
+        handler.requestHeadReceived()
+        for _ in 0..<4 {
+            try ch.writeInbound(ByteBuffer(string: "d"))
+            loop.advanceTime(by: .seconds(2))
+            #expect(ch.isActive)
+        }
+        loop.advanceTime(by: .seconds(10))
+        #expect(!ch.isActive)
+    }
+
     @Test func establishedConnectionsCloseOnlyAfterIdleTimeout() throws {
         let (ch, loop, handler) = try channel()
         loop.advanceTime(by: .seconds(1))
