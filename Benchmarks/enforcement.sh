@@ -22,6 +22,7 @@
 #
 # PIN=1 (default): the gateway alone on CPU 1; load tool (one event-loop
 # thread), nginx and Redis on CPU 0. PIN=0 lets everything float.
+# WORKERS=N: gateway workers (default 1; with PIN=1 they share CPU 1).
 # IDLE_POLL=1: hold /dev/cpu_dma_latency at 0 during the run (what cyclictest
 # and tuned's latency-performance profile do), so idle vCPUs poll instead of
 # halting; on this Firecracker VM (cpuidle haltpoll, guest_halt_poll_ns=0)
@@ -44,7 +45,7 @@ GW="$BIN/assertgate"
 if [ "${IDLE_POLL:-0}" = 1 ]; then
     python3 -c 'import struct, time; f = open("/dev/cpu_dma_latency", "wb", buffering=0); f.write(struct.pack("i", 0)); time.sleep(86400)' & pids+=($!)
 fi
-$ON_GW "$GW" serve --config "$WORK/gw.yaml" --workers 1 >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
+$ON_GW "$GW" serve --config "$WORK/gw.yaml" --workers "${WORKERS:-1}" >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
 wait_ready
 
 run() { # name path extra-args...
@@ -82,9 +83,9 @@ for i in $(seq "$ROUNDS"); do
     enforcement_buckets "$WORK/enforcement-after-$i.txt"
 done
 
-python3 - "$WORK" "$C" "$S" "$SECS" "$HALF" <<'PY'
+python3 - "$WORK" "$C" "$S" "$SECS" "$HALF" "${WORKERS:-1}" <<'PY'
 import statistics, sys, glob
-work, c, s, secs, half = sys.argv[1:6]
+work, c, s, secs, half, workers = sys.argv[1:7]
 rows = [l.rstrip("\n").split("\t") for l in open(f"{work}/rows.tsv")]
 verify = float(open(f"{work}/verify.txt").read().strip() or "nan")
 def pick(prefix):
@@ -99,7 +100,7 @@ bound = 1 / (t_verify + t_pass)
 ev = [open(f).read() for f in sorted(glob.glob(f"{work}/commandstats-*.txt"))]
 print(f"| measure | passthrough | asserted |\n|---|---|---|")
 print(f"| requests/s (wall, median of {len(a)}) | {med(p,3):,.0f} | {med(a,3):,.0f} |")
-print(f"| requests per gateway CPU-second (1 worker) | {per_core(p):,.0f} | {per_core(a):,.0f} |")
+print(f"| requests per gateway CPU-second ({workers} worker{'s' if workers != '1' else ''}) | {per_core(p):,.0f} | {per_core(a):,.0f} |")
 print(f"| p50 / p99 ms at saturation | {med(p,5):.2f} / {med(p,6):.2f} | {med(a,5):.2f} / {med(a,6):.2f} |")
 print(f"| p50 / p99 ms at {half} req/s (half of asserted peak) | {med(hp,5):.2f} / {med(hp,6):.2f} | {med(ha,5):.2f} / {med(ha,6):.2f} |")
 print()
