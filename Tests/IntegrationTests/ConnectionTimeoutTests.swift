@@ -129,63 +129,45 @@ extension Integration {
             }
         }
 
-        @Test func aRequestHeadTrickledByteByByteIsCut() async throws {
+        /// Runs `mode` against a fresh gateway: the client got `responses`
+        /// answers and the gateway closed the connection within `window`
+        /// seconds of the connect.
+        private func expectClosed(_ mode: String, responses: Int, within window: Range<Double>) async throws {
             let h = try await start()
-            let o = try await run(h, "trickle")
-            #expect(o.responses == 1)
+            let o = try await run(h, mode)
+            #expect(o.responses == responses)
+            let closedAfter = try #require(o.closedAfter)
+            #expect(window.contains(closedAfter), "\(mode): closed after \(closedAfter) s")
+            try await h.stop()
+        }
+
+        @Test func aRequestHeadTrickledByteByByteIsCut() async throws {
             // Bytes arrive every 50 ms, so the idle timeout (600 ms) never
             // fires; the header timeout (400 ms from the head's first byte) does.
-            let closedAfter = try #require(o.closedAfter)
-            #expect(closedAfter >= 0.38 && closedAfter < 3, "closed after \(closedAfter) s")
-            try await h.stop()
+            try await expectClosed("trickle", responses: 1, within: 0.38..<3)
         }
 
         @Test func anHTTP2HeaderBlockTrickledByteByByteIsCut() async throws {
-            let h = try await start()
-            let o = try await run(h, "h2trickle")
-            #expect(o.responses == 1)
-            // A byte every 50 ms keeps the idle clock (600 ms) from firing;
-            // the header timeout (400 ms from the HEADERS frame) does.
-            let closedAfter = try #require(o.closedAfter)
-            #expect(closedAfter >= 0.38 && closedAfter < 3, "closed after \(closedAfter) s")
-            try await h.stop()
+            // Likewise for an HTTP/2 HEADERS payload: 400 ms from the frame.
+            try await expectClosed("h2trickle", responses: 1, within: 0.38..<3)
         }
 
         @Test func anHTTP2ConnectionWithCompleteHeadersIsClosedOnlyWhenIdle() async throws {
-            let h = try await start()
-            let o = try await run(h, "h2idle")
-            #expect(o.responses == 1)
             // The header clock stopped with the block: the idle timeout (600 ms), not 400 ms.
-            let closedAfter = try #require(o.closedAfter)
-            #expect(closedAfter >= 0.58 && closedAfter < 5, "closed after \(closedAfter) s")
-            try await h.stop()
+            try await expectClosed("h2idle", responses: 1, within: 0.58..<5)
         }
 
         @Test func anHTTP2HeaderBlockRefusedByNghttp2StopsTheHeaderClock() async throws {
-            let h = try await start()
-            let o = try await run(h, "h2refused")
-            #expect(o.responses == 0)  // reset, not answered
-            // The block ended with its stream: closed when idle (600 ms), not at 400 ms.
-            let closedAfter = try #require(o.closedAfter)
-            #expect(closedAfter >= 0.58 && closedAfter < 5, "closed after \(closedAfter) s")
-            try await h.stop()
+            // Reset, not answered; the block ended with its stream, so only the idle clock runs.
+            try await expectClosed("h2refused", responses: 0, within: 0.58..<5)
         }
 
         @Test func aConnectionThatSendsNothingIsClosedAfterTheHandshakeTimeout() async throws {
-            let h = try await start()
-            let o = try await run(h, "silent")
-            let closedAfter = try #require(o.closedAfter)
-            #expect(closedAfter >= 0.28 && closedAfter < 5, "closed after \(closedAfter) s")
-            try await h.stop()
+            try await expectClosed("silent", responses: 0, within: 0.28..<5)
         }
 
         @Test func anIdleKeepAliveConnectionIsClosedAfterTheIdleTimeout() async throws {
-            let h = try await start()
-            let o = try await run(h, "idle")
-            #expect(o.responses == 1)
-            let closedAfter = try #require(o.closedAfter)
-            #expect(closedAfter >= 0.58 && closedAfter < 5, "closed after \(closedAfter) s")
-            try await h.stop()
+            try await expectClosed("idle", responses: 1, within: 0.58..<5)
         }
 
         @Test func aConnectionInUseOutlivesTheIdleTimeout() async throws {
