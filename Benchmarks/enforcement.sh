@@ -27,6 +27,10 @@
 # and tuned's latency-performance profile do), so idle vCPUs poll instead of
 # halting; on this Firecracker VM (cpuidle haltpoll, guest_halt_poll_ns=0)
 # waking a halted vCPU costs tens of µs and sometimes milliseconds.
+# HALT_POLL_NS=N: set the haltpoll cpuidle governor's guest_halt_poll_ns for
+# the run (restored on exit): an idle vCPU polls up to N ns before halting,
+# growing/shrinking adaptively, so a wake-up that comes soon after going idle
+# costs no VM exit while a long idle period still halts.
 # Prints a Markdown report on stdout; logs go to $WORK.
 set -euo pipefail
 ROUNDS="${1:-3}"
@@ -42,6 +46,12 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 . "$ROOT/Benchmarks/bench-env.sh"
 GW="$BIN/assertgate"
 [ -x "$GW" ] || { echo "build first: swift build -c release --product assertgate" >&2; exit 2; }
+if [ -n "${HALT_POLL_NS:-}" ]; then
+    HP=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+    OLD_HP=$(cat "$HP")
+    echo "$HALT_POLL_NS" >"$HP"
+    trap 'echo "$OLD_HP" >"$HP"; cleanup' EXIT
+fi
 if [ "${IDLE_POLL:-0}" = 1 ]; then
     python3 -c 'import struct, time; f = open("/dev/cpu_dma_latency", "wb", buffering=0); f.write(struct.pack("i", 0)); time.sleep(86400)' & pids+=($!)
 fi
