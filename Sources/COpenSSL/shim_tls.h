@@ -14,6 +14,11 @@ static inline long CAssertGate_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long
     return SSL_CTX_set_session_cache_mode(ctx, mode);
 }
 
+/// SNI for outbound (client) connections; a macro over SSL_ctrl.
+static inline int CAssertGate_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+
 static inline uint64_t CAssertGate_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
 static inline uint64_t CAssertGate_SSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
 static inline uint64_t CAssertGate_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }

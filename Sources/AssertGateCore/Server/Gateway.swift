@@ -99,7 +99,7 @@ public final class Gateway: Sendable {
                             handshakeTimeout: listener.handshakeTimeout, idleTimeout: listener.effectiveIdleTimeout,
                             headerTimeout: listener.headerTimeout))
                     if let tls {
-                        try sync.addHandler(OpenSSLServerHandler(context: tls, logger: logger))
+                        try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
                         try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
                     } else {
                         try sync.addHandler(ProtocolDetector(worker: worker))

@@ -1,4 +1,4 @@
-/// Why a TLS listener could not be configured. Every case names the file or
+/// Why a TLS listener (or the TLS client of `rediss://`) could not be configured. Every case names the file or
 /// value at fault and carries OpenSSL's own error text, so an operator can fix
 /// the config without a debugger.
 public enum TLSConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -6,6 +6,8 @@ public enum TLSConfigurationError: Error, Hashable, Sendable, CustomStringConver
     case contextCreation(reason: String)
     /// The certificate chain file is missing, unreadable or not PEM.
     case certificate(path: String, reason: String)
+    /// The CA file to verify a server with is missing, unreadable or holds no PEM certificate.
+    case caFile(path: String, reason: String)
     /// The private key file is missing, unreadable, encrypted or not PEM.
     case privateKey(path: String, reason: String)
     /// The key does not belong to the leaf certificate.
@@ -21,6 +23,8 @@ public enum TLSConfigurationError: Error, Hashable, Sendable, CustomStringConver
             return "TLS: cannot create SSL_CTX: \(reason)"
         case .certificate(let path, let reason):
             return "TLS: cannot load certificate chain '\(path)': \(reason)"
+        case .caFile(let path, let reason):
+            return "TLS: cannot load CA certificates '\(path)': \(reason)"
         case .privateKey(let path, let reason):
             return "TLS: cannot load private key '\(path)': \(reason)"
         case .keyMismatch(let certificatePath, let privateKeyPath, let reason):

@@ -1,11 +1,14 @@
 import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 
-/// One server-side `SSL` wired to two memory BIOs: ciphertext from the socket
-/// goes into `readBIO`, ciphertext for the socket is drained from `writeBIO`.
-/// Owns the `SSL` (and through it both BIOs) and frees it in deinit. Holds the
-/// `TLSServerContext` so the `SSL_CTX` and the ALPN buffer outlive the `SSL`.
-/// Loop-confined: used only by its handler.
+/// One `SSL` (server or client side) wired to two memory BIOs: ciphertext
+/// from the socket goes into `readBIO`, ciphertext for the socket is drained
+/// from `writeBIO`. Owns the `SSL` (and through it both BIOs) and frees it in
+/// deinit. Holds its context object so the `SSL_CTX` (and the server's ALPN
+/// buffer) outlive the `SSL`. Loop-confined: used only by its handler.
 final class TLSConnection {
     enum HandshakeStep {
         case completed
@@ -31,14 +34,49 @@ final class TLSConnection {
     private let ssl: OpaquePointer
     private let readBIO: OpaquePointer
     private let writeBIO: OpaquePointer
-    let context: TLSServerContext
+    /// The `TLSServerContext` or `TLSClientContext` whose `SSL_CTX` this `SSL` uses.
+    private let context: AnyObject
 
     /// The largest TLS record payload; one `SSL_read` never yields more.
     static let maximumRecordSize = 16 * 1024
 
-    init?(context: TLSServerContext) {
+    /// Server side of an accepted connection.
+    convenience init?(context: TLSServerContext) {
+        guard let (ssl, readBIO, writeBIO) = Self.makeSSL(context.sslContext) else { return nil }
+        SSL_set_accept_state(ssl)
+        self.init(ssl: ssl, readBIO: readBIO, writeBIO: writeBIO, context: context)
+    }
+
+    /// Client side of an outbound connection to `serverName` (a DNS name or
+    /// an IP literal), which the peer's certificate must match; a DNS name is
+    /// also sent as SNI. Nil when OpenSSL cannot allocate or takes no name.
+    convenience init?(client context: TLSClientContext, serverName: String) {
+        guard let (ssl, readBIO, writeBIO) = Self.makeSSL(context.sslContext) else { return nil }
+        let named: Bool
+        if Self.isIPLiteral(serverName) {
+            named = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) == 1
+        } else {
+            named = CAssertGate_SSL_set_tlsext_host_name(ssl, serverName) == 1 && SSL_set1_host(ssl, serverName) == 1
+        }
+        guard named else {
+            SSL_free(ssl)
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        SSL_set_connect_state(ssl)
+        self.init(ssl: ssl, readBIO: readBIO, writeBIO: writeBIO, context: context)
+    }
+
+    /// IPv4 dotted quad or IPv6 text (no brackets): checked as an IP SAN.
+    static func isIPLiteral(_ name: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, name, &v4) == 1 || inet_pton(AF_INET6, name, &v6) == 1
+    }
+
+    private static func makeSSL(_ sslContext: OpaquePointer) -> (OpaquePointer, OpaquePointer, OpaquePointer)? {
         OpenSSLErrorQueue.clear()
-        guard let ssl = SSL_new(context.sslContext) else {
+        guard let ssl = SSL_new(sslContext) else {
             OpenSSLErrorQueue.clear()
             return nil
         }
@@ -55,7 +93,10 @@ final class TLSConnection {
         }
         // The SSL takes ownership of both BIOs; SSL_free releases them.
         SSL_set_bio(ssl, readBIO, writeBIO)
-        SSL_set_accept_state(ssl)
+        return (ssl, readBIO, writeBIO)
+    }
+
+    private init(ssl: OpaquePointer, readBIO: OpaquePointer, writeBIO: OpaquePointer, context: AnyObject) {
         self.ssl = ssl
         self.readBIO = readBIO
         self.writeBIO = writeBIO
@@ -92,7 +133,13 @@ final class TLSConnection {
             // caller drains the write BIO after every step anyway.
             return .wantsMoreData
         case let code:
-            return .failed(reason: "handshake failed (SSL_get_error \(code)): \(OpenSSLErrorQueue.drain())")
+            var reason = "handshake failed (SSL_get_error \(code)): \(OpenSSLErrorQueue.drain())"
+            // A refused peer certificate says why (expired, unknown issuer, name mismatch).
+            let verify = SSL_get_verify_result(self.ssl)
+            if verify != X509_V_OK, let text = X509_verify_cert_error_string(verify) {
+                reason += "; certificate verification: \(String(cString: text))"
+            }
+            return .failed(reason: reason)
         }
     }
 

@@ -102,7 +102,7 @@ public final class TLSServerContext: @unchecked Sendable {
 
     /// Reads a PEM private key (any type OpenSSL supports: EC P-256, RSA…).
     /// The caller frees the returned `EVP_PKEY`.
-    private static func readPrivateKey(path: String) throws(TLSConfigurationError) -> OpaquePointer {
+    static func readPrivateKey(path: String) throws(TLSConfigurationError) -> OpaquePointer {
         guard let file = BIO_new_file(path, "r") else {
             throw .privateKey(path: path, reason: OpenSSLErrorQueue.drain())
         }

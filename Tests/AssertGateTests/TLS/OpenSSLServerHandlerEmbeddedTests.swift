@@ -67,7 +67,7 @@ final class DownstreamRecorder: ChannelInboundHandler {
         let context = try TLSServerContext(certificatePath: files.certificate, privateKeyPath: files.key)
         let channel = EmbeddedChannel()
         let recorder = DownstreamRecorder()
-        try channel.pipeline.syncOperations.addHandler(OpenSSLServerHandler(context: context))
+        try channel.pipeline.syncOperations.addHandler(OpenSSLHandler(context: context))
         try channel.pipeline.syncOperations.addHandler(recorder)
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).get()
         return Harness(channel: channel, recorder: recorder, client: try TestTLSClient(alpn: clientALPN), directory: directory)

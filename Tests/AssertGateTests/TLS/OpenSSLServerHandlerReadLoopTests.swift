@@ -60,7 +60,7 @@ import Testing
         let channel = EmbeddedChannel()
         let recorder = DownstreamRecorder()
         let socket = SimulatedSocket(autoRead: autoRead)
-        try channel.pipeline.syncOperations.addHandler(OpenSSLServerHandler(context: context))
+        try channel.pipeline.syncOperations.addHandler(OpenSSLHandler(context: context))
         try channel.pipeline.syncOperations.addHandler(recorder)
         try await socket.install(on: channel)
         return Harness(

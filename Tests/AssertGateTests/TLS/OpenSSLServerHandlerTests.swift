@@ -4,7 +4,7 @@ import NIOCore
 import NIOPosix
 import Testing
 
-/// End-to-end: a real NIOPosix server with `OpenSSLServerHandler`, real
+/// End-to-end: a real NIOPosix server with `OpenSSLHandler`, real
 /// clients (curl, openssl s_client) as subprocesses.
 @Suite(.serialized) struct OpenSSLServerHandlerTests {
     private static let largeSize = 20 * 1024 * 1024

@@ -235,7 +235,7 @@ final class ServerEvents: Sendable {
     }
 }
 
-/// A NIOPosix server on 127.0.0.1:0 with `OpenSSLServerHandler` first.
+/// A NIOPosix server on 127.0.0.1:0 with `OpenSSLHandler` first.
 final class TLSTestServer: Sendable {
     let group: MultiThreadedEventLoopGroup
     let channel: any Channel
@@ -253,7 +253,7 @@ final class TLSTestServer: Sendable {
                 .childChannelOption(.autoRead, value: autoRead)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(OpenSSLServerHandler(context: context))
+                        try channel.pipeline.syncOperations.addHandler(OpenSSLHandler(context: context))
                         try channel.pipeline.syncOperations.addHandler(application())
                     }
                 }

@@ -1,7 +1,10 @@
 import Logging
 import NIOCore
 
-/// Terminates TLS for one accepted connection with OpenSSL memory BIOs.
+/// TLS for one connection with OpenSSL memory BIOs: the server side of an
+/// accepted client connection, or the client side of an outbound one (Redis
+/// over `rediss://`, where `handshakeFuture` tells the caller when the
+/// connection is usable or why it never will be).
 ///
 /// Inbound: ciphertext is fed to OpenSSL; after the handshake a
 /// `TLSHandshakeCompleted` user event is fired, then decrypted plaintext is
@@ -17,7 +20,7 @@ import NIOCore
 /// Close sends close_notify and closes once it is written; a peer
 /// close_notify closes the channel. Handshake or record errors send OpenSSL's
 /// alert, are logged once at debug level and close the connection.
-public final class OpenSSLServerHandler: ChannelDuplexHandler {
+public final class OpenSSLHandler: ChannelDuplexHandler {
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = ByteBuffer
     public typealias OutboundIn = ByteBuffer
@@ -43,10 +46,18 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     /// Capacity of each inbound plaintext buffer: one full TLS record.
     static let plaintextBufferSize = TLSConnection.maximumRecordSize
 
-    private let tlsContext: TLSServerContext
+    private enum Role {
+        case server(TLSServerContext)
+        case client(TLSClientContext, serverName: String)
+    }
+
+    private let role: Role
     private let logger: Logger
     private var connection: TLSConnection?
     private var state: State = .handshaking
+    /// Client role: completed when the handshake succeeds or fails.
+    private var handshakePromise: EventLoopPromise<Void>?
+    private var clientHelloSent = false
 
     private var pendingWrites = CircularBuffer<PendingWrite>()
     /// How many entries at the front of `pendingWrites` have been flushed.
@@ -65,42 +76,84 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
     private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
     private var loggedFailure = false
 
+    /// Server side of an accepted connection.
     public init(context: TLSServerContext, logger: Logger = Logger(label: "assertgate.tls")) {
-        self.tlsContext = context
+        self.role = .server(context)
         self.logger = logger
     }
+
+    /// Client side of an outbound connection; the server's certificate must
+    /// verify against `context`'s trust and match `serverName`.
+    public init(client context: TLSClientContext, serverName: String, logger: Logger = Logger(label: "assertgate.tls")) {
+        self.role = .client(context, serverName: serverName)
+        self.logger = logger
+    }
+
+    /// Client role: succeeds once the handshake is done (writes made before
+    /// are sent then), fails with `TLSConnectionError` naming OpenSSL's
+    /// reason, or with `ChannelError.ioOnClosedChannel` if the connection
+    /// closed first. Nil in the server role and before the handler is added.
+    public private(set) var handshakeFuture: EventLoopFuture<Void>?
 
     // MARK: lifecycle
 
     public func handlerAdded(context: ChannelHandlerContext) {
-        guard let connection = TLSConnection(context: self.tlsContext) else {
-            self.fail(context: context, reason: "SSL_new failed")
+        let made: TLSConnection?
+        switch self.role {
+        case .server(let server):
+            made = TLSConnection(context: server)
+        case .client(let client, let serverName):
+            let promise = context.eventLoop.makePromise(of: Void.self)
+            self.handshakePromise = promise
+            self.handshakeFuture = promise.futureResult
+            made = TLSConnection(client: client, serverName: serverName)
+        }
+        guard let connection = made else {
+            self.fail(context: context, reason: "SSL_new failed or the server name was refused")
             return
         }
         self.connection = connection
         if context.channel.isActive {
-            context.read()
+            self.startHandshake(context: context)
         }
     }
 
     public func handlerRemoved(context: ChannelHandlerContext) {
         self.failPendingWrites(ChannelError.ioOnClosedChannel)
         self.plaintext.removeAll()
+        self.completeHandshake(.failure(ChannelError.ioOnClosedChannel))
     }
 
     public func channelActive(context: ChannelHandlerContext) {
         context.fireChannelActive()
-        // The handshake needs bytes even when the application reads lazily.
         if self.state == .handshaking {
-            context.read()
+            self.startHandshake(context: context)
         }
+    }
+
+    /// A client speaks first (ClientHello); either side then needs bytes
+    /// even when the application reads lazily.
+    private func startHandshake(context: ChannelHandlerContext) {
+        if case .client = self.role, !self.clientHelloSent, let connection = self.connection {
+            self.clientHelloSent = true
+            self.advanceHandshake(context: context, connection: connection)
+            guard self.state == .handshaking else { return }
+        }
+        context.read()
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
         self.state = .closed
         self.failPendingWrites(ChannelError.ioOnClosedChannel)
         self.plaintext.removeAll()
+        self.completeHandshake(.failure(ChannelError.ioOnClosedChannel))
         context.fireChannelInactive()
+    }
+
+    private func completeHandshake(_ result: Result<Void, any Error>) {
+        guard let promise = self.handshakePromise else { return }
+        self.handshakePromise = nil
+        promise.completeWith(result)
     }
 
     // MARK: inbound
@@ -171,6 +224,7 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
             self.state = .active
             self.emitCiphertext(context: context, connection: connection, promise: nil)
             context.flush()
+            self.completeHandshake(.success(()))
             context.fireUserInboundEventTriggered(TLSHandshakeCompleted(negotiatedALPN: connection.negotiatedALPN))
             // The event handler may have closed the channel.
             guard self.state == .active else { return }
@@ -425,6 +479,7 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
         }
         self.state = .closed
         self.failPendingWrites(TLSConnectionError(reason: reason))
+        self.completeHandshake(.failure(TLSConnectionError(reason: reason)))
         self.plaintext.removeAll()
         // Send OpenSSL's alert, if it produced one, so the client learns why.
         if let connection = self.connection, connection.pendingCiphertextBytes > 0 {
@@ -443,4 +498,4 @@ public final class OpenSSLServerHandler: ChannelDuplexHandler {
 }
 
 @available(*, unavailable)
-extension OpenSSLServerHandler: Sendable {}
+extension OpenSSLHandler: Sendable {}
