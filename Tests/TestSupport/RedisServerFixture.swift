@@ -33,17 +33,39 @@ public final class RedisServerFixture: @unchecked Sendable {
 
     public static let serverPath = ProcessInfo.processInfo.environment["REDIS_SERVER"] ?? "/usr/bin/redis-server"
 
+    /// A TLS listener next to the plain one (which the fixture's own
+    /// commands and readiness check keep using).
+    public struct TLS: Sendable {
+        public var certificate: String
+        public var privateKey: String
+        /// CA that client certificates must chain to.
+        public var caCertificate: String
+        /// `tls-auth-clients yes` (Redis' default) or `no`.
+        public var requireClientCertificate: Bool
+        public init(certificate: String, privateKey: String, caCertificate: String, requireClientCertificate: Bool) {
+            self.certificate = certificate
+            self.privateKey = privateKey
+            self.caCertificate = caCertificate
+            self.requireClientCertificate = requireClientCertificate
+        }
+    }
+
     public private(set) var port: Int
     public let extraArguments: [String]
+    public let tls: TLS?
+    /// The TLS port, when started with `tls`.
+    public private(set) var tlsPort: Int?
     private var pid: pid_t?
 
-    public init(port: Int? = nil, extraArguments: [String] = []) throws {
+    public init(port: Int? = nil, extraArguments: [String] = [], tls: TLS? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.serverPath) else {
             throw FixtureError.binaryMissing(Self.serverPath)
         }
         self.extraArguments = extraArguments
+        self.tls = tls
         if let port {
             self.port = port
+            if tls != nil { self.tlsPort = try Self.freePort() }
             try start()
             return
         }
@@ -52,6 +74,7 @@ public final class RedisServerFixture: @unchecked Sendable {
         var attempt = 0
         while true {
             self.port = try Self.freePort()
+            if tls != nil { self.tlsPort = try Self.freePort() }
             do {
                 try start()
                 return
@@ -68,12 +91,15 @@ public final class RedisServerFixture: @unchecked Sendable {
 
     public var url: String { "redis://127.0.0.1:\(port)/0" }
 
+    /// `rediss://` to the TLS port (nil without `tls`).
+    public var tlsURL: String? { tlsPort.map { "rediss://127.0.0.1:\($0)/0" } }
+
     public func start() throws {
         guard pid == nil else { return }
         let args = [
             Self.serverPath, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--daemonize", "no", "--loglevel", "warning", "--logfile", "",
-        ] + extraArguments
+        ] + tlsArguments + extraArguments
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -119,6 +145,14 @@ public final class RedisServerFixture: @unchecked Sendable {
         }
         stop()
         throw FixtureError.notReady(port)
+    }
+
+    private var tlsArguments: [String] {
+        guard let tls, let tlsPort else { return [] }
+        return [
+            "--tls-port", String(tlsPort), "--tls-cert-file", tls.certificate, "--tls-key-file", tls.privateKey,
+            "--tls-ca-cert-file", tls.caCertificate, "--tls-auth-clients", tls.requireClientCertificate ? "yes" : "no",
+        ]
     }
 
     /// `--requirepass` from `extraArguments`, if any.

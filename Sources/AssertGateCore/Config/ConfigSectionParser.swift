@@ -81,8 +81,8 @@ struct ConfigSectionParser {
         }
     }
 
-    func pemFile(_ view: ConfigReader.MappingView, _ key: String, label: String) -> String? {
-        guard let path = reader.string(view, key, required: true), let node = view[key] else { return nil }
+    func pemFile(_ view: ConfigReader.MappingView, _ key: String, label: String, required: Bool = true) -> String? {
+        guard let path = reader.string(view, key, required: required), let node = view[key] else { return nil }
         let resolved = ConfigFiles.resolve(path, base: baseDirectory)
         if let e = ConfigFiles.checkPEM(resolved, label: label) {
             reader.error(at: node, "\(view.path(key)): \(e.message)")
@@ -295,13 +295,38 @@ struct ConfigSectionParser {
         var redis = RedisConfig()
         guard let rnode = view.entries["redis"]?.value, !rnode.isNull else { return .redis(redis) }
         guard let rv = reader.mapping(rnode, path: "store.redis", allowed: [
-            "url", "connectTimeout", "commandTimeout", "connectionsPerWorker",
+            "url", "connectTimeout", "commandTimeout", "connectionsPerWorker", "tls",
         ]) else { return .redis(redis) }
+        var parsedURL: RedisURL?
         if let url = reader.string(rv, "url"), let unode = rv["url"] {
             switch RedisURL.parse(url) {
-            case .success: redis.url = url
+            case .success(let parsed):
+                redis.url = url
+                parsedURL = parsed
             case .failure(let e): reader.error(at: unode, "store.redis.url: \(e.message)")
             }
+        }
+        if let tnode = rv["tls"],
+            let tv = reader.mapping(tnode, path: "store.redis.tls", allowed: ["caFile", "certificate", "privateKey", "serverName"])
+        {
+            var tls = RedisTLSConfig()
+            tls.caFile = pemFile(tv, "caFile", label: "CERTIFICATE", required: false)
+            tls.certificate = pemFile(tv, "certificate", label: "CERTIFICATE", required: false)
+            tls.privateKey = pemFile(tv, "privateKey", label: "PRIVATE KEY", required: false)
+            if (tv["certificate"] == nil) != (tv["privateKey"] == nil) {
+                reader.error(tv.line, "store.redis.tls: give both 'certificate' and 'privateKey' (a client certificate), or neither")
+            }
+            if let name = reader.string(tv, "serverName"), let nnode = tv["serverName"] {
+                if name.isEmpty || name.utf8.count > 253 || name.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "/") }) {
+                    reader.error(at: nnode, "store.redis.tls.serverName: '\(name)' is not a host name or IP address")
+                } else {
+                    tls.serverName = name
+                }
+            }
+            if let parsedURL, !parsedURL.tls {
+                reader.error(at: tnode, "store.redis.tls: only with a rediss:// url (the connection would not use TLS)")
+            }
+            redis.tls = tls
         }
         if let t = reader.duration(rv, "connectTimeout") { redis.connectTimeout = t }
         if let t = reader.duration(rv, "commandTimeout") { redis.commandTimeout = t }

@@ -34,6 +34,11 @@ public enum ConfigSummary {
         case .redis(let r):
             out.append("store: redis \(r.endpoint?.description ?? r.redactedURL), connectTimeout \(DurationParser.format(r.connectTimeout)), "
                 + "commandTimeout \(DurationParser.format(r.commandTimeout)), connectionsPerWorker \(r.connectionsPerWorker)")
+            if r.endpoint?.tls == true {
+                let tls = r.tls ?? RedisTLSConfig()
+                out.append("  tls: server verified against \(tls.caFile ?? "the system trust store") as "
+                    + "'\(tls.serverName ?? r.endpoint?.host ?? "")', client certificate \(tls.certificate ?? "none")")
+            }
         }
         out.append("trust: headerPrefix \(config.trust.headerPrefix), signature \(config.trust.signingSecret.map { "on (secret \(source($0)))" } ?? "off")")
         out.append("upstreams:")

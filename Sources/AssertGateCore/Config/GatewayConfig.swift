@@ -153,11 +153,25 @@ public struct AttestationConfig: Sendable {
 }
 
 public struct RedisConfig: Sendable {
-    /// `redis://[user:password@]host:port/db`
+    /// `redis://[user:password@]host:port/db`, or `rediss://` for TLS
     public var url: String = "redis://127.0.0.1:6379/0"
     public var connectTimeout: TimeAmount = .seconds(1)
     public var commandTimeout: TimeAmount = .milliseconds(250)
     public var connectionsPerWorker: Int = 1
+    /// `store.redis.tls` (only with `rediss://`; nil = system trust store, the URL's host).
+    public var tls: RedisTLSConfig?
+    public init() {}
+}
+
+/// How a `rediss://` connection verifies the server and identifies itself.
+public struct RedisTLSConfig: Sendable, Equatable {
+    /// PEM CA certificates the server's chain must lead to; nil = the system trust store.
+    public var caFile: String?
+    /// Client certificate chain and key (for `tls-auth-clients yes`).
+    public var certificate: String?
+    public var privateKey: String?
+    /// The name the server certificate must carry (and SNI); nil = the URL's host.
+    public var serverName: String?
     public init() {}
 }
 

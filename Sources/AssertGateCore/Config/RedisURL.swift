@@ -1,4 +1,4 @@
-/// The parts of `redis://[user:password@]host[:port][/db]`, for the store.
+/// The parts of `redis[s]://[user:password@]host[:port][/db]`, for the store.
 public struct RedisURL: Sendable, Equatable {
     public var host: String
     public var port: Int
@@ -6,13 +6,19 @@ public struct RedisURL: Sendable, Equatable {
     /// Percent-decoded. Never logged (see `description`).
     public var password: String?
     public var database: Int
+    /// `rediss://`: the connection is TLS.
+    public var tls: Bool
 
-    public init(host: String, port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0) {
+    public init(
+        host: String, port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0,
+        tls: Bool = false
+    ) {
         self.host = host
         self.port = port
         self.username = username
         self.password = password
         self.database = database
+        self.tls = tls
     }
 
     public init(parsing text: String) throws(ValueParseError) {
@@ -20,13 +26,12 @@ public struct RedisURL: Sendable, Equatable {
     }
 
     public static func parse(_ text: String) -> Result<RedisURL, ValueParseError> {
-        if text.hasPrefix("rediss://") {
-            return .failure(ValueParseError("rediss:// (TLS) is not supported yet; use redis://"))
+        let tls = text.hasPrefix("rediss://")
+        guard tls || text.hasPrefix("redis://") else {
+            return .failure(
+                ValueParseError("'\(redacted(text))' must be a redis://[user:password@]host:port/db URL (rediss:// for TLS)"))
         }
-        guard text.hasPrefix("redis://") else {
-            return .failure(ValueParseError("'\(redacted(text))' must be a redis://[user:password@]host:port/db URL"))
-        }
-        var rest = Substring(text.dropFirst("redis://".count))
+        var rest = Substring(text.dropFirst(tls ? "rediss://".count : "redis://".count))
         var username: String?
         var password: String?
         if let at = rest.lastIndex(of: "@") {
@@ -71,7 +76,8 @@ public struct RedisURL: Sendable, Equatable {
         switch ConfigSyntax.hostPort(hostPortText) {
         case .success(let hp):
             guard hp.port > 0 else { return .failure(ValueParseError("redis port must not be 0")) }
-            return .success(RedisURL(host: hp.host, port: hp.port, username: username, password: password, database: database))
+            return .success(
+                RedisURL(host: hp.host, port: hp.port, username: username, password: password, database: database, tls: tls))
         case .failure(let e):
             return .failure(ValueParseError("redis URL: \(e.message)"))
         }
@@ -113,7 +119,7 @@ public struct RedisURL: Sendable, Equatable {
 extension RedisURL: CustomStringConvertible {
     public var description: String {
         let auth = username.map { "\($0):***@" } ?? (password != nil ? ":***@" : "")
-        return "redis://\(auth)\(HostPort(host: host, port: port))/\(database)"
+        return "\(tls ? "rediss" : "redis")://\(auth)\(HostPort(host: host, port: port))/\(database)"
     }
 }
 

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOPosix
 
@@ -221,18 +222,23 @@ public final class RedisClient: @unchecked Sendable {
         }
         let limits = configuration.limits
         let commandTimeout = configuration.commandTimeout
+        let tls = configuration.tls
+        let serverName = configuration.serverNameForTLS
         ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(OpenSSLHandler(client: tls, serverName: serverName))
+                    }
                     try channel.pipeline.syncOperations.addHandler(
                         RedisCommandHandler(commandTimeout: commandTimeout, limits: limits))
                 }
             }
             .connect(host: configuration.url.host, port: configuration.url.port)
             .flatMap { channel in
-                self.handshake(channel).flatMapThrowing {
+                self.tlsReady(channel).flatMap { self.handshake(channel) }.flatMapThrowing {
                     let handler = try channel.pipeline.syncOperations.handler(type: RedisCommandHandler.self)
                     return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
                 }.flatMapErrorThrowing { error in
@@ -266,6 +272,9 @@ public final class RedisClient: @unchecked Sendable {
                 return
             }
             slot.state = .ready(channel, handler)
+            if slot.attempt > 0 {
+                configuration.logger?.info("redis connection restored", metadata: ["redis": "\(target)"])
+            }
             slot.attempt = 0
             channel.closeFuture.whenComplete { _ in
                 self.connectionClosed(slot, channel)
@@ -278,6 +287,11 @@ public final class RedisClient: @unchecked Sendable {
             } else {
                 reason = .unavailable(.connectFailed("\(error)"))
             }
+            // The first failure of a streak is a warning; the retries after it
+            // (up to one per second per connection) only at debug level.
+            configuration.logger?.log(
+                level: slot.attempt == 0 ? .warning : .debug, "redis connection failed; retrying",
+                metadata: ["redis": "\(target)", "reason": "\(reason)", "attempt": "\(slot.attempt + 1)"])
             // State first: a failure callback may issue the next command at once.
             scheduleReconnect(slot, reason: reason)
             for r in queued { r.fail(reason) }
@@ -287,6 +301,9 @@ public final class RedisClient: @unchecked Sendable {
     private func connectionClosed(_ slot: Slot, _ channel: Channel) {
         eventLoop.assertInEventLoop()
         guard case .ready(let current, _) = slot.state, current === channel else { return }
+        if !isShutdown {
+            configuration.logger?.warning("redis connection lost; reconnecting", metadata: ["redis": "\(target)"])
+        }
         scheduleReconnect(slot, reason: .unavailable(.notConnected))
     }
 
@@ -304,6 +321,28 @@ public final class RedisClient: @unchecked Sendable {
         slot.reconnect = eventLoop.scheduleTask(in: .nanoseconds(jittered)) {
             slot.reconnect = nil
             self.connect(slot)
+        }
+    }
+
+    /// host:port and scheme for log lines (never the password).
+    private var target: String { configuration.url.description }
+
+    /// `rediss://`: the TLS handshake's outcome, so a refused certificate is
+    /// reported as such (with OpenSSL's reason), not as a lost connection.
+    private func tlsReady(_ channel: Channel) -> EventLoopFuture<Void> {
+        guard configuration.tls != nil else { return eventLoop.makeSucceededVoidFuture() }
+        let target = "\(HostPort(host: configuration.url.host, port: configuration.url.port))"
+        do {
+            let handler = try channel.pipeline.syncOperations.handler(type: OpenSSLHandler.self)
+            guard let done = handler.handshakeFuture else {
+                throw StoreError.unavailable(.connectFailed("TLS to \(target): no handshake started"))
+            }
+            return done.flatMapErrorThrowing { error in
+                let reason = (error as? TLSConnectionError)?.reason ?? "connection closed during the handshake"
+                throw StoreError.unavailable(.connectFailed("TLS to \(target): \(reason)"))
+            }
+        } catch {
+            return eventLoop.makeFailedFuture(error)
         }
     }
 

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 
 /// Everything a `RedisClient` needs, resolved from `RedisConfig`.
@@ -14,6 +15,12 @@ public struct RedisClientConfiguration: Sendable {
     /// Commands held per connection while a connect attempt is in flight
     /// (at most `connectTimeout`); more fail at once with `.overloaded`.
     public var maxQueuedWhileConnecting: Int = 4096
+    /// `rediss://`: every connection runs TLS with this context, verifying
+    /// the server against `tlsServerName` (default: the URL's host).
+    public var tls: TLSClientContext?
+    public var tlsServerName: String?
+    /// Where connection failures, losses and recoveries are reported (nil: nowhere).
+    public var logger: Logger?
 
     public init(
         url: RedisURL, connectTimeout: TimeAmount = .seconds(1),
@@ -27,9 +34,20 @@ public struct RedisClientConfiguration: Sendable {
         self.limits = limits
     }
 
-    public init(_ config: RedisConfig) throws(ValueParseError) {
+    /// Throws `ValueParseError` for a bad URL, `TLSConfigurationError` when
+    /// the TLS files of a `rediss://` store cannot be loaded.
+    public init(_ config: RedisConfig) throws {
         self.init(
             url: try RedisURL(parsing: config.url), connectTimeout: config.connectTimeout,
             commandTimeout: config.commandTimeout, connections: config.connectionsPerWorker)
+        if url.tls {
+            let files = config.tls ?? RedisTLSConfig()
+            self.tls = try TLSClientContext(
+                caFile: files.caFile, certificatePath: files.certificate, privateKeyPath: files.privateKey)
+            self.tlsServerName = files.serverName
+        }
     }
+
+    /// The name a `rediss://` server's certificate must carry.
+    var serverNameForTLS: String { tlsServerName ?? url.host }
 }

@@ -51,7 +51,7 @@ public final class GatewayServer: Sendable {
         let metrics = GatewayMetrics()
         let stores: any StoreProvider
         do {
-            stores = try StoreFactory.makeProvider(config.store, group: group)
+            stores = try StoreFactory.makeProvider(config.store, group: group, logger: logger)
         } catch {
             try? await threadPool.shutdownGracefully()
             try? await group.shutdownGracefully()

@@ -28,3 +28,25 @@ public enum StoreError: Error, Sendable, Equatable {
     /// The caller passed something the store cannot hold (e.g. a keyId that is not 32 bytes).
     case invalidArgument(String)
 }
+
+extension StoreError: CustomStringConvertible {
+    /// One line for logs; carries no key material (reasons come from the
+    /// client, OpenSSL or Redis' own error text).
+    public var description: String {
+        switch self {
+        case .unavailable(let reason):
+            switch reason {
+            case .notConnected: return "not connected"
+            case .connectionLost: return "connection lost"
+            case .timeout: return "command timed out"
+            case .connectFailed(let why): return "connect failed: \(why)"
+            case .protocolViolation(let why): return "protocol violation: \(why)"
+            case .shutdown: return "client shut down"
+            case .overloaded: return "too many commands queued while connecting"
+            }
+        case .serverError(let text): return "server error: \(text)"
+        case .unexpectedReply(let text): return "unexpected reply: \(text)"
+        case .invalidArgument(let text): return "invalid argument: \(text)"
+        }
+    }
+}

@@ -409,8 +409,8 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
 
     @Test(arguments: [
         ("redis://", "redis URL: '' is not an IPv4 address or host name"),
-        ("http://127.0.0.1:6379", "'http://127.0.0.1:6379' must be a redis://[user:password@]host:port/db URL"),
-        ("rediss://h:6380/0", "rediss:// (TLS) is not supported yet; use redis://"),
+        ("http://127.0.0.1:6379", "'http://127.0.0.1:6379' must be a redis://[user:password@]host:port/db URL (rediss:// for TLS)"),
+        ("rediss://h:6380/x", "redis database 'x' must be a number"),
         ("redis://h:6379/x", "redis database 'x' must be a number"),
         ("redis://u:p%zz@h:6379/0", "bad percent-encoding in the user info of the redis URL"),
         ("redis://h:99999/0", "redis URL: invalid port '99999' in 'h:99999' (0-65535)"),
@@ -428,6 +428,56 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         let withPassword = try? RedisURL.parse("redis://user:hunter2@h:1/0").get()
         #expect(withPassword?.description == "redis://user:***@h:1/0")
         #expect(RedisURL.redacted("redis://user:hunter2@h:1/0") == "redis://***@h:1/0")
+        let tls = try RedisURL.parse("rediss://user:hunter2@redis.internal:6380/1").get()
+        #expect(tls == RedisURL(host: "redis.internal", port: 6380, username: "user", password: "hunter2", database: 1, tls: true))
+        #expect(tls.description == "rediss://user:***@redis.internal:6380/1")
+        #expect(try RedisURL.parse("redis://h").get().tls == false)
+    }
+
+    @Test func redisTLSSection() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (cert, key) = try dir.writeCertAndKey()
+        let ca = try dir.write("ca.pem", "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n")
+        func store(_ redis: String) -> String {
+            minimalYAML.replacingOccurrences(of: "{memory: {}}", with: "{redis: \(redis)}")
+        }
+        let full = try load(store(
+            "{url: rediss://redis.internal:6380/0, tls: {caFile: ca.pem, certificate: \(cert), privateKey: \(key), serverName: redis-1.internal}}"),
+            base: dir.path)
+        guard case .redis(let redis) = full.store else {
+            Issue.record("expected redis store")
+            return
+        }
+        var expected = RedisTLSConfig()
+        expected.caFile = ca
+        expected.certificate = cert
+        expected.privateKey = key
+        expected.serverName = "redis-1.internal"
+        #expect(redis.tls == expected)
+        #expect(redis.endpoint?.tls == true)
+        // rediss:// alone: the system trust store and the URL's host.
+        guard case .redis(let bare) = try load(store("{url: rediss://redis.internal:6380/0}")).store else {
+            Issue.record("expected redis store")
+            return
+        }
+        #expect(bare.tls == nil)
+
+        #expect(errors(store("{url: redis://h:6379/0, tls: {caFile: \(ca)}}")) == [
+            "config.yaml:3: store.redis.tls: only with a rediss:// url (the connection would not use TLS)"
+        ])
+        #expect(errors(store("{url: rediss://h:6380/0, tls: {certificate: \(cert)}}")) == [
+            "config.yaml:3: store.redis.tls: give both 'certificate' and 'privateKey' (a client certificate), or neither"
+        ])
+        #expect(errors(store("{url: rediss://h:6380/0, tls: {caFile: \(dir.path)/nope.pem}}")) == [
+            "config.yaml:3: store.redis.tls.caFile: cannot read '\(dir.path)/nope.pem': No such file or directory"
+        ])
+        #expect(errors(store("{url: rediss://h:6380/0, tls: {serverName: 'a b'}}")) == [
+            "config.yaml:3: store.redis.tls.serverName: 'a b' is not a host name or IP address"
+        ])
+        #expect(errors(store("{url: rediss://h:6380/0, tls: {verify: false}}")) == [
+            "config.yaml:3: unknown key 'verify' in store.redis.tls"
+        ])
     }
 
     @Test func storeNeedsExactlyOneBackend() {

@@ -1,4 +1,5 @@
 import AssertGateTestSupport
+import Logging
 import NIOCore
 import NIOPosix
 import Testing
@@ -203,4 +204,44 @@ struct RedisClientTests {
         #expect(throws: ValueParseError.self) { try RedisURL(parsing: "redis://h/x") }
         #expect(throws: ValueParseError.self) { try RedisURL(parsing: "redis://:6379") }
     }
+
+    @Test func anOutageIsLoggedWhenItStartsAndWhenItEnds() async throws {
+        let server = try RedisServerFixture()
+        defer { server.stop() }
+        let sink = MemoryLogSink()
+        let control = LogControl(level: .info, format: .text)
+        var config = RedisClientConfiguration(
+            url: try RedisURL(parsing: server.url), connectTimeout: .milliseconds(500), commandTimeout: .milliseconds(500))
+        config.logger = Logger(label: "gw") { GatewayLogHandler(label: $0, control: control, sink: sink) }
+        config.backoffBase = .milliseconds(5)
+        config.backoffMax = .milliseconds(20)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let c = RedisClient(configuration: config, eventLoop: group.next())
+        #expect(try await c.send("PING").get() == .status("PONG"))
+        #expect(sink.lines.isEmpty, "\(sink.lines)")
+        server.stop()
+        // Commands fail while it is down; a few reconnect attempts fail too.
+        for _ in 0..<10 {
+            _ = try? await c.send("PING").get()
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try server.start()
+        let deadline = NIODeadline.now() + .seconds(10)
+        while (try? await c.send("PING").get()) != .status("PONG") {
+            guard NIODeadline.now() < deadline else { throw RedisClientTestError("no reconnect within 10 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let lines = sink.lines
+        #expect(lines.filter { $0.contains("warning") && $0.contains("redis connection lost") }.count == 1, "\(lines)")
+        #expect(lines.filter { $0.contains("warning") && $0.contains("redis connection failed") }.count <= 1, "\(lines)")
+        #expect(lines.filter { $0.contains("info") && $0.contains("redis connection restored") }.count == 1, "\(lines)")
+        #expect(lines.allSatisfy { $0.contains("redis=redis://127.0.0.1:\(server.port)/0") }, "\(lines)")
+        try await c.shutdown().get()
+        try await group.shutdownGracefully()
+    }
+}
+
+private struct RedisClientTestError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
 }

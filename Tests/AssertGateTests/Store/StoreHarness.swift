@@ -11,6 +11,8 @@ import Testing
 enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertible {
     case memory
     case redis
+    /// `rediss://`: the same Redis behind TLS, client certificate required.
+    case redisTLS
     var description: String { rawValue }
 }
 
@@ -41,7 +43,7 @@ struct StoreHarness {
         case .memory:
             guard let m = provider as? MemoryStore else { throw HarnessError.wrongProvider }
             return m.hasChallenge(keyId: keyId, challenge: challenge)
-        case .redis:
+        case .redis, .redisTLS:
             guard let s = store as? RedisStore else { throw HarnessError.wrongProvider }
             let k = Base64.encodeURL(keyId)
             let reply = try await s.client.send("EXISTS", .string("ag:{\(k)}:ch:\(challenge)")).get()
@@ -55,7 +57,7 @@ struct StoreHarness {
         switch backend {
         case .memory:
             clock?.advance(by: ttl + .milliseconds(1))
-        case .redis:
+        case .redis, .redisTLS:
             // Generous: the host is shared and slow at times.
             let deadline = NIODeadline.now() + ttl + .seconds(15)
             while try await challengeExists(keyId: keyId, challenge: challenge) {
@@ -93,6 +95,22 @@ func withStore(
                 url: try RedisURL(parsing: s.url), connectTimeout: .seconds(2), commandTimeout: commandTimeout,
                 connections: connections)
             let provider = RedisStoreGroup(configuration: config, group: group)
+            harness = StoreHarness(backend: backend, group: group, provider: provider, clock: nil, server: s)
+        case .redisTLS:
+            let pki = try await TestPKI.shared.value
+            let s = try RedisServerFixture(tls: pki.redisServer(requireClientCertificate: true))
+            server = s
+            var redis = RedisConfig()
+            redis.url = s.tlsURL ?? ""
+            redis.connectTimeout = .seconds(2)
+            redis.commandTimeout = commandTimeout
+            redis.connectionsPerWorker = connections
+            var tls = RedisTLSConfig()
+            tls.caFile = pki.caCertificate
+            tls.certificate = pki.clientCertificate
+            tls.privateKey = pki.clientKey
+            redis.tls = tls
+            let provider = RedisStoreGroup(configuration: try RedisClientConfiguration(redis), group: group)
             harness = StoreHarness(backend: backend, group: group, provider: provider, clock: nil, server: s)
         }
     } catch {

@@ -68,6 +68,26 @@ extension Integration {
             try await h.stop()
         }
 
+        @Test func theFlowWorksWithRedisBehindTLS() async throws {
+            // rediss:// with a client certificate: attestation, challenge,
+            // commit and replay refusal all go through the TLS connections.
+            let h = try await EnforcementHarness.start(.init(redisTLS: true))
+            let device = try h.newDevice()
+            let attested = try await h.attest(device, userId: "bob")
+            #expect(attested.status == 201, "\(attested.body)")
+            let headers = try h.assertionHeaders(device, method: "GET", path: "/challenged/x", counter: 1,
+                challenge: try await h.challenge(for: device, purpose: "assert"))
+            let ok = try await h.send("GET", "/challenged/x", headers: headers)
+            #expect(ok.status == 200, "\(ok.body)")
+            #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "verified")
+            let replay = try await h.send("GET", "/challenged/x", headers: headers)
+            #expect(replay.status == 403)
+            #expect(replay.reason == "unknown-challenge")
+            // What the gateway wrote is in the TLS Redis (read over its plain port).
+            #expect(try h.redis.run(["HGET", "ag:{\(device.keyIdBase64URL)}:key", "cnt"]).string == "1")
+            try await h.stop()
+        }
+
         @Test func unsignedPayloadAndChallengeRoutes() async throws {
             let h = try await EnforcementHarness.start()
             let device = try h.newDevice()

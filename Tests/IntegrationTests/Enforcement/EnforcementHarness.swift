@@ -32,6 +32,8 @@ final class EnforcementHarness: @unchecked Sendable {
         var challengeRate = "{perSecond: 1000, burst: 1000}"
         /// Existing CA directory (root.cert.pem, receipt-root.cert.pem) instead of fresh CAs.
         var caDirectory: String?
+        /// Redis behind TLS (client certificate required), reached with `rediss://`.
+        var redisTLS = false
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -50,7 +52,17 @@ final class EnforcementHarness: @unchecked Sendable {
             try ca.save(to: caDir)
             try receiptCA.save(to: caDir)
         }
-        let redis = try RedisServerFixture()
+        let pki = options.redisTLS ? try await TestPKI.shared.value : nil
+        let redis = try RedisServerFixture(tls: pki?.redisServer(requireClientCertificate: true))
+        let store: String
+        if let pki, let url = redis.tlsURL {
+            store = """
+                {url: "\(url)", connectTimeout: 1s, commandTimeout: 250ms,
+                       tls: {caFile: \(pki.caCertificate), certificate: \(pki.clientCertificate), privateKey: \(pki.clientKey)}}
+                """
+        } else {
+            store = #"{url: "\#(redis.url)", connectTimeout: 250ms, commandTimeout: 250ms}"#
+        }
         let upstream = try await TestUpstream()
         let deadPort = try RedisServerFixture.freePort()
         let yaml = """
@@ -65,7 +77,7 @@ final class EnforcementHarness: @unchecked Sendable {
               receiptTrustAnchors: [\(caDir)/receipt-root.cert.pem]
               challengeRate: \(options.challengeRate)
             store:
-              redis: {url: "\(redis.url)", connectTimeout: 250ms, commandTimeout: 250ms}
+              redis: \(store)
             trust: {signingSecret: \(signingSecret)}
             upstreams:
               legacy: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 5s}
