@@ -13,7 +13,12 @@ import Glibc
 /// (`-c 1 -P N`), alternated for several rounds on a private redis-server.
 ///
 ///   swift build -c release --product store-bench
-///   .build/release/store-bench [--inflight 16] [--seconds 5] [--rounds 3] [--keys 100000]
+///   .build/release/store-bench [--inflight 16] [--seconds 5] [--rounds 3] [--keys 100000] [--tls DIR]
+///
+/// `--tls DIR` (ca.crt, server.crt/.key, client.crt/.key, as
+/// `Benchmarks/make-pki.sh DIR` writes them): both sides talk TLS to the
+/// server's TLS port with a client certificate — `rediss://` for ours,
+/// `redis-benchmark --tls` for theirs.
 @main
 struct StoreBench {
     struct Options {
@@ -23,6 +28,7 @@ struct StoreBench {
         var keys = 100_000
         var redisServer = "/usr/bin/redis-server"
         var redisBenchmark = "/usr/bin/redis-benchmark"
+        var tlsDirectory: String?
     }
 
     static func parse() -> Options {
@@ -37,8 +43,9 @@ struct StoreBench {
             case "--keys": o.keys = Int(v) ?? o.keys
             case "--redis-server": o.redisServer = v
             case "--redis-benchmark": o.redisBenchmark = v
+            case "--tls": o.tlsDirectory = v
             default:
-                print("usage: store-bench [--inflight N] [--seconds S] [--rounds R] [--keys K]")
+                print("usage: store-bench [--inflight N] [--seconds S] [--rounds R] [--keys K] [--tls DIR]")
                 exit(2)
             }
         }
@@ -47,14 +54,19 @@ struct StoreBench {
 
     static func main() async throws {
         let o = parse()
-        let server = try BenchRedisServer(path: o.redisServer)
+        let server = try BenchRedisServer(path: o.redisServer, tlsDirectory: o.tlsDirectory)
         defer { server.stop() }
-        print("redis-server pid \(server.pid) on 127.0.0.1:\(server.port)")
+        print("redis-server pid \(server.pid) on 127.0.0.1:\(server.port)"
+            + (server.tlsPort.map { ", TLS on :\($0) (client certificate required)" } ?? ""))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
-        let config = RedisClientConfiguration(
-            url: RedisURL(host: "127.0.0.1", port: server.port), connectTimeout: .seconds(2),
-            commandTimeout: .seconds(5), connections: 1)
+        var config = RedisClientConfiguration(
+            url: RedisURL(host: "127.0.0.1", port: server.tlsPort ?? server.port, tls: server.tlsPort != nil),
+            connectTimeout: .seconds(2), commandTimeout: .seconds(5), connections: 1)
+        if let dir = o.tlsDirectory {
+            config.tls = try TLSClientContext(
+                caFile: dir + "/ca.crt", certificatePath: dir + "/client.crt", privateKeyPath: dir + "/client.key")
+        }
         let store = RedisStore(configuration: config, eventLoop: loop)
         let sha = RedisStore.commitScriptSHA1
 
@@ -84,7 +96,8 @@ struct StoreBench {
             ours.append(r.rate)
             let n = max(100_000, Int(r.rate * Double(o.seconds)))
             let rb = try runRedisBenchmark(
-                path: o.redisBenchmark, port: server.port, sha: sha, inflight: o.inflight, requests: n, keys: o.keys)
+                path: o.redisBenchmark, port: server.tlsPort ?? server.port, tls: Self.redisBenchmarkTLS(o.tlsDirectory),
+                sha: sha, inflight: o.inflight, requests: n, keys: o.keys)
             print(String(format: "round %d  redis-benchmark %8.0f req/s      (-c 1 -P %d -n %d -r %d EVALSHA)  round ratio %.2f",
                 round, rb, o.inflight, n, o.keys, r.rate / rb))
             theirs.append(rb)
@@ -96,9 +109,16 @@ struct StoreBench {
         let ratios = zip(ours, theirs).map { $0 / $1 }
         print(String(format: "\nmedian of %d rounds: RedisStore %.0f commits/s, redis-benchmark %.0f req/s, ratio %.2f; median of the round ratios %.2f (goal ≥ 0.80)",
             o.rounds, mo, mt, mo / mt, median(ratios)))
-        print("redis-benchmark command: \(o.redisBenchmark) -h 127.0.0.1 -p \(server.port) -c 1 -P \(o.inflight) -n N -r \(o.keys) --csv EVALSHA \(sha) 1 'ag:{__rand_int__}:key' __rand_int__")
+        print("redis-benchmark command: \(o.redisBenchmark) -h 127.0.0.1 -p \(server.tlsPort ?? server.port) "
+            + Self.redisBenchmarkTLS(o.tlsDirectory).map { "\($0) " }.joined()
+            + "-c 1 -P \(o.inflight) -n N -r \(o.keys) --csv EVALSHA \(sha) 1 'ag:{__rand_int__}:key' __rand_int__")
         try await store.shutdown().get()
         try await group.shutdownGracefully()
+    }
+
+    static func redisBenchmarkTLS(_ dir: String?) -> [String] {
+        guard let dir else { return [] }
+        return ["--tls", "--cacert", dir + "/ca.crt", "--cert", dir + "/client.crt", "--key", dir + "/client.key"]
     }
 
     static func median(_ v: [Double]) -> Double {
@@ -161,13 +181,13 @@ struct StoreBench {
         return OurResult(rate: rate, total: total, errors: errors)
     }
 
-    static func runRedisBenchmark(path: String, port: Int, sha: String, inflight: Int, requests: Int, keys: Int) throws
-        -> Double
-    {
+    static func runRedisBenchmark(
+        path: String, port: Int, tls: [String], sha: String, inflight: Int, requests: Int, keys: Int
+    ) throws -> Double {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = [
-            "-h", "127.0.0.1", "-p", String(port), "-c", "1", "-P", String(inflight), "-n", String(requests),
+        p.arguments = ["-h", "127.0.0.1", "-p", String(port)] + tls + [
+            "-c", "1", "-P", String(inflight), "-n", String(requests),
             "-r", String(keys), "--csv", "EVALSHA", sha, "1", "ag:{__rand_int__}:key", "__rand_int__",
         ]
         let out = Pipe()
@@ -265,13 +285,22 @@ final class BenchDriver: @unchecked Sendable {
 final class BenchRedisServer {
     let pid: pid_t
     let port: Int
+    /// With a TLS directory: the TLS port (the plain one stays for readiness).
+    let tlsPort: Int?
 
-    init(path: String) throws {
+    init(path: String, tlsDirectory: String? = nil) throws {
         var lastPort = 0
         for _ in 0..<5 {
             let port = Int.random(in: 20000...40000)
             lastPort = port
-            let args = [path, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]
+            let tlsPort = tlsDirectory.map { _ in port + 1 }
+            var args = [path, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]
+            if let dir = tlsDirectory, let tlsPort {
+                args += [
+                    "--tls-port", String(tlsPort), "--tls-cert-file", dir + "/server.crt", "--tls-key-file", dir + "/server.key",
+                    "--tls-ca-cert-file", dir + "/ca.crt", "--tls-auth-clients", "yes",
+                ]
+            }
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
@@ -289,6 +318,7 @@ final class BenchRedisServer {
                 if Self.accepts(port: port) {
                     self.pid = child
                     self.port = port
+                    self.tlsPort = tlsPort
                     return
                 }
                 usleep(10_000)

@@ -331,15 +331,15 @@ public final class RedisClient: @unchecked Sendable {
     /// reported as such (with OpenSSL's reason), not as a lost connection.
     private func tlsReady(_ channel: Channel) -> EventLoopFuture<Void> {
         guard configuration.tls != nil else { return eventLoop.makeSucceededVoidFuture() }
-        let target = "\(HostPort(host: configuration.url.host, port: configuration.url.port))"
+        let endpoint = "\(HostPort(host: configuration.url.host, port: configuration.url.port))"
         do {
             let handler = try channel.pipeline.syncOperations.handler(type: OpenSSLHandler.self)
             guard let done = handler.handshakeFuture else {
-                throw StoreError.unavailable(.connectFailed("TLS to \(target): no handshake started"))
+                throw StoreError.unavailable(.connectFailed("TLS to \(endpoint): no handshake started"))
             }
             return done.flatMapErrorThrowing { error in
                 let reason = (error as? TLSConnectionError)?.reason ?? "connection closed during the handshake"
-                throw StoreError.unavailable(.connectFailed("TLS to \(target): \(reason)"))
+                throw StoreError.unavailable(.connectFailed("TLS to \(endpoint): \(reason)"))
             }
         } catch {
             return eventLoop.makeFailedFuture(error)
