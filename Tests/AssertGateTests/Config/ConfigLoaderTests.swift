@@ -717,4 +717,19 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         let quiet = minimalYAML.replacingOccurrences(of: "{memory: {}}", with: "{redis: {}}")
         #expect(try load(quiet).warnings.isEmpty)
     }
+
+    @Test func riskSettingsThatCannotActYetAreWarned() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        try dir.write("AuthKey.p8", "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")
+        let yaml = minimalYAML
+            .replacingOccurrences(of: "{memory: {}}", with: "{redis: {}}")
+            .replacingOccurrences(
+                of: "mode: enforce}", with: "mode: enforce, maxRiskMetric: 5}")
+            + "fraudMetric: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {file: AuthKey.p8}}\n"
+        #expect(try load(yaml, base: dir.path).warnings == [
+            "fraudMetric: receipt refresh is not implemented yet; no risk metric is read from Apple",
+            "routes[0].maxRiskMetric has no effect yet: keys get a risk metric only from refreshed receipts",
+        ])
+    }
 }
