@@ -146,13 +146,13 @@ public final class GatewayServer: Sendable {
         await gateway.reload(config, enforcement: enforcement)
         admin.update(token: config.admin.token)
         LogBootstrap.control.apply(config.logging)
-        metrics.configReloads.labels("ok").inc()
+        metrics.configReloads.labels("success").inc()
         logger.info("configuration reloaded", metadata: ["file": "\(configPath)"])
         return .success(())
     }
 
     private func rejected(_ message: String) -> Result<Void, AdminReloadError> {
-        metrics.configReloads.labels("error").inc()
+        metrics.configReloads.labels("failure").inc()
         logger.error("reload refused; keeping the running configuration", metadata: ["errors": "\(message)"])
         return .failure(AdminReloadError(message: message))
     }

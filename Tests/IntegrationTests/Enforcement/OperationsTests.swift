@@ -87,8 +87,8 @@ extension Integration {
             #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "missing")
 
             let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
-            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="error"} 1"#))
-            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="ok"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="failure"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="success"} 1"#))
             #expect(metrics.body.contains(#"assertgate_requests_total{route="legacy",status="200",trust="verified"} 1"#))
             try await h.stop()
         }
