@@ -64,6 +64,8 @@ public final class MemoryStore: Store, StoreProvider {
         var keys: [[UInt8]: Entry] = [:]
         var challenges: [ChallengeID: (purpose: ChallengePurpose, expires: NIODeadline)] = [:]
         var users: [String: Set<[UInt8]>] = [:]
+        /// Receipt refresh schedule: keyId → unix seconds.
+        var refreshAt: [[UInt8]: Int64] = [:]
         var sweepAt = 1024
 
         /// Takes the challenge if it is live and has `purpose`; a wrong purpose leaves it.
@@ -190,7 +192,9 @@ public final class MemoryStore: Store, StoreProvider {
         }
     }
 
-    public func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool> {
+    public func storeReceipt(
+        keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64, notBefore: Int64?, expiry: Int64?
+    ) -> EventLoopFuture<Bool> {
         answer { state, _ in
             try Self.check(keyId)
             guard var e = state.keys[keyId] else { return false }
@@ -199,9 +203,50 @@ public final class MemoryStore: Store, StoreProvider {
                 e.riskMetric = riskMetric
                 e.riskMetricAt = at
             }
+            e.receiptNotBefore = notBefore
+            e.receiptExpiry = expiry
             state.keys[keyId] = e
             return true
         }
+    }
+
+    public func scheduleReceiptRefresh(keyId: [UInt8], at: Int64) -> EventLoopFuture<Void> {
+        answer { state, _ in
+            try Self.check(keyId)
+            state.refreshAt[keyId] = at
+        }
+    }
+
+    public func cancelReceiptRefresh(keyId: [UInt8]) -> EventLoopFuture<Void> {
+        answer { state, _ in
+            try Self.check(keyId)
+            state.refreshAt[keyId] = nil
+        }
+    }
+
+    public func claimDueReceiptRefreshes(now: Int64, lease: Int64, limit: Int) -> EventLoopFuture<[[UInt8]]> {
+        answer { state, _ in
+            let due = state.refreshAt.filter { $0.value <= now }
+                .sorted { $0.value < $1.value }
+                .prefix(max(0, limit)).map(\.key)
+            for keyId in due { state.refreshAt[keyId] = now + lease }
+            return due
+        }
+    }
+
+    public func receiptRefreshSource(keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshSource?> {
+        answer { state, _ in
+            try Self.check(keyId)
+            guard let e = state.keys[keyId], let receipt = e.receipt else { return nil }
+            return ReceiptRefreshSource(
+                receipt: receipt, publicKey: e.publicKey, appId: e.appId, environment: e.environment,
+                revoked: e.revoked, notBefore: e.receiptNotBefore)
+        }
+    }
+
+    /// The scheduled refresh time of a key (for tests).
+    func receiptRefreshTime(keyId: [UInt8]) -> Int64? {
+        state.withLockedValue { $0.refreshAt[keyId] }
     }
 
     public func ping() -> EventLoopFuture<Void> {

@@ -193,15 +193,80 @@ public final class RedisStore: Store {
             riskMetric: a[7].int64.map { Int($0) }, riskMetricAt: a[8].int64)
     }
 
-    public func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool> {
+    public func storeReceipt(
+        keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64, notBefore: Int64?, expiry: Int64?
+    ) -> EventLoopFuture<Bool> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
-        let risk: RESPArgument = riskMetric.map { .integer(Int64($0)) } ?? .string("")
+        func optional(_ v: Int64?) -> RESPArgument { v.map { .integer($0) } ?? .string("") }
         return client.evalSHA(
-            RedisStoreScripts.receipt, keys: [Self.keyHash(k)], arguments: [.bytes(receipt), risk, .integer(at)]
+            RedisStoreScripts.receipt, keys: [Self.keyHash(k)],
+            arguments: [.bytes(receipt), optional(riskMetric.map { Int64($0) }), .integer(at), optional(notBefore), optional(expiry)]
         ).flatMapThrowing { reply in
             guard case .integer(let n) = reply else { throw Self.unexpected(reply, "receipt") }
             return n == 1
+        }
+    }
+
+    // MARK: receipt refresh schedule
+
+    /// `ag:rr:<n>`: the schedule is split over a few sorted sets (by the
+    /// keyId's first byte) so that on Redis Cluster it spreads over shards.
+    static let refreshBuckets = 8
+    private static func refreshBucket(_ keyId: [UInt8]) -> RESPArgument {
+        .string("ag:rr:\(Int(keyId[0]) % refreshBuckets)")
+    }
+
+    public func scheduleReceiptRefresh(keyId: [UInt8], at: Int64) -> EventLoopFuture<Void> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.send("ZADD", Self.refreshBucket(keyId), .integer(at), .string(k)).flatMapThrowing { reply in
+            guard case .integer = reply else { throw Self.unexpected(reply, "ZADD") }
+        }
+    }
+
+    public func cancelReceiptRefresh(keyId: [UInt8]) -> EventLoopFuture<Void> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.send("ZREM", Self.refreshBucket(keyId), .string(k)).flatMapThrowing { reply in
+            guard case .integer = reply else { throw Self.unexpected(reply, "ZREM") }
+        }
+    }
+
+    public func claimDueReceiptRefreshes(now: Int64, lease: Int64, limit: Int) -> EventLoopFuture<[[UInt8]]> {
+        let perBucket = max(1, (limit + Self.refreshBuckets - 1) / Self.refreshBuckets)
+        let claims = (0..<Self.refreshBuckets).map { n in
+            client.evalSHA(
+                RedisStoreScripts.claimRefreshes, keys: [.string("ag:rr:\(n)")],
+                arguments: [.integer(now), .integer(now + lease), .integer(Int64(perBucket))]
+            ).flatMapThrowing { reply -> [[UInt8]] in
+                guard case .array(let members) = reply else { throw Self.unexpected(reply, "claim") }
+                // A member that is not a keyId cannot be refreshed: skipped (it stays leased).
+                return members.compactMap { m in
+                    guard let text = m.string, let id = try? Base64.decode(text, maxLength: 64), id.count == 32 else {
+                        return nil
+                    }
+                    return id
+                }
+            }
+        }
+        // Everything claimed is returned (up to `limit` rounded up to the
+        // buckets): a claimed key left out would wait for its lease to pass.
+        return EventLoopFuture.whenAllSucceed(claims, on: eventLoop).map { Array($0.joined()) }
+    }
+
+    public func receiptRefreshSource(keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshSource?> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        return client.send("HMGET", Self.keyHash(k), "rcpt", "pk", "app", "env", "rev", "nb").flatMapThrowing { reply in
+            guard case .array(let a) = reply, a.count == 6 else { throw Self.unexpected(reply, "HMGET") }
+            guard case .bulk(let receipt) = a[0], !receipt.isEmpty, case .bulk(let pk) = a[1] else { return nil }
+            guard let app = a[2].string, let envText = a[3].string, let env = AppEnvironment(rawValue: envText) else {
+                throw StoreError.unexpectedReply("key record incomplete")
+            }
+            return ReceiptRefreshSource(
+                receipt: receipt, publicKey: pk, appId: app, environment: env, revoked: a[4].string == "1",
+                notBefore: a[5].int64)
         }
     }
 

@@ -68,16 +68,29 @@ enum RedisStoreScripts {
         return redis.call('HMGET', KEYS[1], 'pk', 'cnt', 'env', 'app', 'uid', 'created', 'rev', 'risk', 'risk_at')
         """)
 
-    /// KEYS[1] = ag:{K}:key; ARGV = receipt, risk ('' = none), at. → 1, or 0 if unknown.
+    /// KEYS[1] = ag:{K}:key; ARGV = receipt, risk ('' = none), at, nb, exp
+    /// ('' = none: the field is removed). → 1, or 0 if unknown.
     static let receipt = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], 'rcpt', ARGV[1])
         if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'risk', ARGV[2], 'risk_at', ARGV[3]) end
+        if ARGV[4] and ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'nb', ARGV[4]) else redis.call('HDEL', KEYS[1], 'nb') end
+        if ARGV[5] and ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'exp', ARGV[5]) else redis.call('HDEL', KEYS[1], 'exp') end
         return 1
+        """)
+
+    /// KEYS[1] = ag:rr:<n>; ARGV = now, lease-until, limit. → the members
+    /// (keyIds, b64url) due at `now`, earliest first, each re-scored to
+    /// lease-until in the same step.
+    static let claimRefreshes = RedisScript(
+        """
+        local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+        for _, m in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], m) end
+        return due
         """)
 
     static let recordFields: [RESPArgument] = ["pk", "cnt", "env", "app", "uid", "created", "rev", "risk", "risk_at"]
 
-    static let all: [RedisScript] = [commit, register, revoke, receipt]
+    static let all: [RedisScript] = [commit, register, revoke, receipt, claimRefreshes]
 }

@@ -54,14 +54,39 @@ public protocol Store: AnyObject, Sendable {
     func keyRecord(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?>
 
     /// Stores the latest receipt and, when given, its risk metric with the time
-    /// it was obtained (unix seconds). False if the key is unknown.
-    func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool>
+    /// it was obtained (unix seconds), and the receipt's not-before and
+    /// expiration times. False if the key is unknown.
+    func storeReceipt(
+        keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64, notBefore: Int64?, expiry: Int64?
+    ) -> EventLoopFuture<Bool>
+
+    // Receipt refresh (app-attest.md §4): a schedule of keyIds by next refresh
+    // time, shared by every gateway on the store.
+
+    /// Puts the key on the schedule at `at` (unix seconds), replacing its time.
+    func scheduleReceiptRefresh(keyId: [UInt8], at: Int64) -> EventLoopFuture<Void>
+
+    /// Takes the key off the schedule.
+    func cancelReceiptRefresh(keyId: [UInt8]) -> EventLoopFuture<Void>
+
+    /// Keys due at `now`, each moved to `now + lease` in the same atomic step:
+    /// two gateways never take the same key, and one that dies mid-refresh
+    /// only delays it by `lease`. At most `limit` (`RedisStore` rounds it up
+    /// to a multiple of its schedule's parts), earliest first within a part.
+    func claimDueReceiptRefreshes(now: Int64, lease: Int64, limit: Int) -> EventLoopFuture<[[UInt8]]>
+
+    /// What refreshing the key needs, or nil if the key is unknown.
+    func receiptRefreshSource(keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshSource?>
 
     /// Succeeds when the store can answer (for `/readyz`).
     func ping() -> EventLoopFuture<Void>
 }
 
 extension Store {
+    public func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool> {
+        storeReceipt(keyId: keyId, receipt: receipt, riskMetric: riskMetric, at: at, notBefore: nil, expiry: nil)
+    }
+
     public func commitAssertion(
         keyId: [UInt8], counter: UInt32, challenge: String?,
         completion: @escaping @Sendable (Result<CommitResult, any Error>) -> Void
@@ -154,6 +179,28 @@ public struct StoredKey: Sendable, Equatable {
         self.environment = environment
         self.bundleVersion = bundleVersion
         self.launchCategory = launchCategory
+    }
+}
+
+/// A key's latest receipt and what checking a refreshed one needs.
+public struct ReceiptRefreshSource: Sendable, Equatable {
+    public var receipt: [UInt8]
+    public var publicKey: [UInt8]
+    public var appId: String
+    public var environment: AppEnvironment
+    public var revoked: Bool
+    /// Unix seconds before which Apple answers 304.
+    public var notBefore: Int64?
+
+    public init(
+        receipt: [UInt8], publicKey: [UInt8], appId: String, environment: AppEnvironment, revoked: Bool, notBefore: Int64?
+    ) {
+        self.receipt = receipt
+        self.publicKey = publicKey
+        self.appId = appId
+        self.environment = environment
+        self.revoked = revoked
+        self.notBefore = notBefore
     }
 }
 

@@ -208,6 +208,81 @@ struct StoreConformanceTests {
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func receiptRefreshSourceCarriesTheLatestReceipt(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            #expect(try await s.receiptRefreshSource(keyId: Fixtures.randomBytes(32)).get() == nil)
+            var key = Fixtures.newKey()
+            key.receiptNotBefore = 1_763_786_400
+            _ = try await Fixtures.register(key, in: s)
+            let first = try #require(try await s.receiptRefreshSource(keyId: key.keyId).get())
+            #expect(first == ReceiptRefreshSource(
+                receipt: try #require(key.receipt), publicKey: key.publicKey, appId: key.appId, environment: key.environment,
+                revoked: false, notBefore: 1_763_786_400))
+            #expect(try await s.storeReceipt(
+                keyId: key.keyId, receipt: [9, 9], riskMetric: 2, at: 1_763_800_000, notBefore: 1_763_886_400,
+                expiry: 1_766_400_000).get())
+            let second = try #require(try await s.receiptRefreshSource(keyId: key.keyId).get())
+            #expect(second.receipt == [9, 9])
+            #expect(second.notBefore == 1_763_886_400)
+            // A receipt without a not-before time clears the old one.
+            #expect(try await s.storeReceipt(keyId: key.keyId, receipt: [8], riskMetric: nil, at: 1_763_900_000).get())
+            #expect(try await s.receiptRefreshSource(keyId: key.keyId).get()?.notBefore == nil)
+            _ = try await s.revokeKey(keyId: key.keyId).get()
+            #expect(try await s.receiptRefreshSource(keyId: key.keyId).get()?.revoked == true)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func theRefreshScheduleHandsOutDueKeysOncePerLease(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            let (a, b, c) = (Fixtures.randomBytes(32), Fixtures.randomBytes(32), Fixtures.randomBytes(32))
+            try await s.scheduleReceiptRefresh(keyId: a, at: 100).get()
+            try await s.scheduleReceiptRefresh(keyId: b, at: 200).get()
+            try await s.scheduleReceiptRefresh(keyId: c, at: 300).get()
+            #expect(try await s.claimDueReceiptRefreshes(now: 50, lease: 1000, limit: 100).get().isEmpty)
+            #expect(try await s.claimDueReceiptRefreshes(now: 150, lease: 1000, limit: 100).get() == [a])
+            // Leased until 1150: not handed out again before then.
+            #expect(try await s.claimDueReceiptRefreshes(now: 250, lease: 1000, limit: 100).get() == [b])
+            // Re-scheduling replaces the time; cancelling removes the key.
+            try await s.scheduleReceiptRefresh(keyId: c, at: 5000).get()
+            try await s.cancelReceiptRefresh(keyId: b).get()
+            #expect(try await s.claimDueReceiptRefreshes(now: 1200, lease: 1000, limit: 100).get() == [a])
+            #expect(Set(try await s.claimDueReceiptRefreshes(now: 9000, lease: 10, limit: 100).get()) == [a, c])
+            await #expect(throws: StoreError.invalidArgument("keyId must be 32 bytes")) {
+                try await s.scheduleReceiptRefresh(keyId: [1, 2], at: 1).get()
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func concurrentClaimsNeverShareAKey(_ backend: StoreBackend) async throws {
+        try await withStore(backend, loops: 2) { h in
+            let keys = (0..<60).map { _ in Fixtures.randomBytes(32) }
+            for (i, k) in keys.enumerated() { try await h.store.scheduleReceiptRefresh(keyId: k, at: Int64(i)).get() }
+            let stores = h.stores
+            var claimed: [[UInt8]] = []
+            // Small batches from two loops at once until the schedule is empty.
+            try await withThrowingTaskGroup(of: [[UInt8]].self) { group in
+                for store in stores {
+                    group.addTask {
+                        var mine: [[UInt8]] = []
+                        while true {
+                            let batch = try await store.claimDueReceiptRefreshes(now: 100, lease: 10_000, limit: 8).get()
+                            if batch.isEmpty { return mine }
+                            mine += batch
+                        }
+                    }
+                }
+                for try await part in group { claimed += part }
+            }
+            #expect(claimed.count == keys.count)
+            #expect(Set(claimed) == Set(keys))
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func pingAndUnknownLookups(_ backend: StoreBackend) async throws {
         try await withStore(backend) { h in
             try await h.store.ping().get()
