@@ -500,7 +500,7 @@ struct ConfigSectionParser {
 
     func parseFraudMetric(_ node: Node) -> FraudMetricConfig? {
         guard let view = reader.mapping(node, path: "fraudMetric", allowed: [
-            "teamId", "keyId", "privateKey", "baseURL", "refreshEvery",
+            "teamId", "keyId", "privateKey", "baseURL", "refreshEvery", "pollEvery", "caFile",
         ]) else { return nil }
         let teamId = reader.string(view, "teamId", required: true)
         if let teamId, !ConfigSyntax.isTeamId(teamId) {
@@ -520,10 +520,17 @@ struct ConfigSectionParser {
             }
         }
         let refresh = reader.duration(view, "refreshEvery")
+        if let refresh, refresh < .minutes(1) {
+            reader.error(at: view["refreshEvery"], "fraudMetric.refreshEvery: must be at least 1m")
+        }
+        let poll = reader.duration(view, "pollEvery")
+        let caFile = pemFile(view, "caFile", label: "CERTIFICATE", required: false)
         guard let teamId, let keyId, let key else { return nil }
         var f = FraudMetricConfig(teamId: teamId, keyId: keyId, privateKey: key)
         if let baseURL { f.baseURL = baseURL }
         if let refresh { f.refreshEvery = refresh }
+        if let poll { f.pollEvery = poll }
+        f.caFile = caFile
         return f
     }
 

@@ -17,13 +17,12 @@ extension GatewayConfig {
         if case .inline? = fraudMetric?.privateKey.source {
             out.append("fraudMetric.privateKey is inline in the config file; prefer {file: PATH}")
         }
-        // Receipt refresh is not built yet: say so rather than let an
-        // operator believe risk is being checked.
-        if fraudMetric != nil {
-            out.append("fraudMetric: receipt refresh is not implemented yet; no risk metric is read from Apple")
-        }
-        for (i, route) in routes.enumerated() where route.maxRiskMetric != nil && route.mode != .passthrough {
-            out.append("routes[\(i)].maxRiskMetric has no effect yet: keys get a risk metric only from refreshed receipts")
+        // Without receipt refresh no key ever has a risk metric: say so rather
+        // than let an operator believe risk is being checked.
+        if fraudMetric == nil {
+            for (i, route) in routes.enumerated() where route.maxRiskMetric != nil && route.mode != .passthrough {
+                out.append("routes[\(i)].maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts")
+            }
         }
         if case .memory = store, routes.contains(where: { $0.mode != .passthrough }) {
             out.append("store is memory: keys and counters live in this process only and are lost on restart")

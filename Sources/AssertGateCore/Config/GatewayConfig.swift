@@ -266,6 +266,10 @@ public struct FraudMetricConfig: Sendable {
     public var privateKey: Secret
     public var baseURL: String = "https://data.appattest.apple.com"
     public var refreshEvery: TimeAmount = .hours(24)
+    /// How often the refresh schedule is checked for due keys.
+    public var pollEvery: TimeAmount = .seconds(30)
+    /// PEM CA certificates for `baseURL`'s server; nil = the system trust store.
+    public var caFile: String?
     public init(teamId: String, keyId: String, privateKey: Secret) {
         self.teamId = teamId
         self.keyId = keyId

@@ -134,7 +134,24 @@ public final class AttestationRoutes: LocalHandler {
                 receiptExpiry: attestation.receipt.expirationTime?.unixSeconds,
                 bundleVersion: attestation.extensions.bundleVersion,
                 launchCategory: attestation.extensions.validationCategory)
-            return self.store.registerKey(record, attestChallenge: parsed.challenge)
+            let store = self.store
+            let metrics = self.metrics
+            return store.registerKey(record, attestChallenge: parsed.challenge)
+                .flatMap { outcome -> EventLoopFuture<RegisterResult> in
+                    // First refresh as soon as Apple allows it: the attestation's
+                    // receipt carries no risk metric. A failure here leaves the
+                    // key registered (and unrefreshed): counted, not refused.
+                    guard case .registered = outcome, context.refreshesReceipts else {
+                        return store.eventLoop.makeSucceededFuture(outcome)
+                    }
+                    let at = max(now, record.receiptNotBefore ?? now)
+                    return store.scheduleReceiptRefresh(keyId: record.keyId, at: at)
+                        .map { outcome }
+                        .recover { _ in
+                            metrics?.storeErrors.inc()
+                            return outcome
+                        }
+                }
                 .hop(to: self.eventLoop)
                 .assumeIsolated()
                 .map { outcome in

@@ -15,6 +15,8 @@ public final class EnforcementContext: Sendable {
     public let prefix: String
     public let challengeTTL: TimeAmount
     public let challengeRate: RateConfig
+    /// `fraudMetric` is configured: new keys go on the receipt-refresh schedule.
+    public let refreshesReceipts: Bool
 
     public enum BuildError: Error, CustomStringConvertible {
         case trustAnchors(String)
@@ -53,5 +55,6 @@ public final class EnforcementContext: Sendable {
         self.prefix = a.prefix
         self.challengeTTL = a.challengeTTL
         self.challengeRate = a.challengeRate
+        self.refreshesReceipts = config.fraudMetric != nil
     }
 }

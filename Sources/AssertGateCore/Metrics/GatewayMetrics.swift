@@ -20,6 +20,8 @@ public final class GatewayMetrics: Sendable {
     public let storeErrors: Counter
     /// `assertgate_config_reloads_total{result}` (`success`, `failure`)
     public let configReloads: MetricFamilyOf<Counter>
+    /// `assertgate_receipt_refreshes_total{result}` (see `ReceiptRefreshResult`)
+    public let receiptRefreshes: MetricFamilyOf<Counter>
 
     private let rejectionByReason: [ReasonToken: Counter]
 
@@ -48,6 +50,9 @@ public final class GatewayMetrics: Sendable {
             .labels()
         configReloads = registry.counter(
             "assertgate_config_reloads_total", help: "Configuration reloads by result.", labelNames: ["result"])
+        receiptRefreshes = registry.counter(
+            "assertgate_receipt_refreshes_total", help: "Receipt refreshes with Apple's App Attest data endpoint, by result.",
+            labelNames: ["result"])
         var table: [ReasonToken: Counter] = [:]
         for reason in ReasonToken.allCases { table[reason] = rejections.labels(reason.rawValue) }
         rejectionByReason = table

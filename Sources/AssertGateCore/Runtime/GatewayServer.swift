@@ -14,6 +14,7 @@ public final class GatewayServer: Sendable {
     private let gateway: Gateway
     private let admin: AdminServer
     private let stores: any StoreProvider
+    private let refresher: ReceiptRefresher?
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
     private let logger: Logger
@@ -56,6 +57,19 @@ public final class GatewayServer: Sendable {
             try? await threadPool.shutdownGracefully()
             try? await group.shutdownGracefully()
             throw StartError(description: "store: \(error)")
+        }
+        let refresher: ReceiptRefresher?
+        do {
+            refresher = try config.fraudMetric.map { fraud in
+                try Self.makeRefresher(
+                    fraud, enforcement: enforcement, loop: group.next(), stores: stores, threadPool: threadPool,
+                    metrics: metrics, logger: logger)
+            }
+        } catch {
+            try? await stores.shutdown().get()
+            try? await threadPool.shutdownGracefully()
+            try? await group.shutdownGracefully()
+            throw StartError(description: "\(error)")
         }
         let challengeLimiter = SharedPeerRateLimiter(rate: config.attestation.challengeRate)
         let hooks = GatewayHooks(
@@ -108,16 +122,45 @@ public final class GatewayServer: Sendable {
         }
         let server = GatewayServer(
             configPath: configPath, ports: ports, adminPort: admin.port, metrics: metrics, gateway: gateway,
-            admin: admin, stores: stores, group: group, threadPool: threadPool, logger: logger)
+            admin: admin, stores: stores, refresher: refresher, group: group, threadPool: threadPool, logger: logger)
         serverBox.withLockedValue { $0 = server }
+        refresher?.start()
         return server
+    }
+
+    private static func makeRefresher(
+        _ fraud: FraudMetricConfig, enforcement: EnforcementContext, loop: EventLoop, stores: any StoreProvider,
+        threadPool: NIOThreadPool, metrics: GatewayMetrics, logger: Logger
+    ) throws -> ReceiptRefresher {
+        let tls: TLSClientContext
+        do {
+            tls = try TLSClientContext(caFile: fraud.caFile, certificatePath: nil, privateKeyPath: nil)
+        } catch {
+            throw StartError(description: "fraudMetric: \(error)")
+        }
+        guard let client = AppleDataClient(baseURL: fraud.baseURL, tls: tls) else {
+            throw StartError(description: "fraudMetric.baseURL: '\(fraud.baseURL)' is not https://host[:port]")
+        }
+        let token: DeviceCheckToken
+        do {
+            token = try DeviceCheckToken(pem: fraud.privateKey.value, teamId: fraud.teamId, keyId: fraud.keyId)
+        } catch {
+            throw StartError(description: "\(error)")
+        }
+        let settings = ReceiptRefresher.Settings(
+            pollEvery: fraud.pollEvery, refreshEvery: fraud.refreshEvery.nanoseconds / 1_000_000_000)
+        return ReceiptRefresher(
+            eventLoop: loop, store: stores.store(for: loop), client: client, token: token,
+            anchors: enforcement.verifier.receiptAnchors, clockSkew: enforcement.verifier.clockSkewSeconds,
+            settings: settings, threadPool: threadPool, metrics: metrics, logger: logger)
     }
 
     private init(
         configPath: String, ports: [Int], adminPort: Int, metrics: GatewayMetrics, gateway: Gateway,
-        admin: AdminServer, stores: any StoreProvider, group: MultiThreadedEventLoopGroup,
+        admin: AdminServer, stores: any StoreProvider, refresher: ReceiptRefresher?, group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool, logger: Logger
     ) {
+        self.refresher = refresher
         self.configPath = configPath
         self.ports = ports
         self.adminPort = adminPort
@@ -160,6 +203,7 @@ public final class GatewayServer: Sendable {
     /// SIGTERM: stop accepting, GOAWAY, drain in-flight requests up to `drain`, then stop.
     public func shutdown(drain: TimeAmount) async {
         logger.info("shutting down", metadata: ["drainSeconds": "\(drain.nanoseconds / 1_000_000_000)"])
+        try? await refresher?.stop().get()
         await gateway.shutdown(deadline: .now() + drain)
         try? await admin.close()
         try? await stores.shutdown().get()

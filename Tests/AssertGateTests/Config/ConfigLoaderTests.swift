@@ -718,18 +718,45 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(try load(quiet).warnings.isEmpty)
     }
 
-    @Test func riskSettingsThatCannotActYetAreWarned() throws {
+    @Test func maxRiskMetricWithoutFraudMetricIsWarned() throws {
         let dir = try TempDir()
         defer { dir.remove() }
         try dir.write("AuthKey.p8", "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")
         let yaml = minimalYAML
             .replacingOccurrences(of: "{memory: {}}", with: "{redis: {}}")
-            .replacingOccurrences(
-                of: "mode: enforce}", with: "mode: enforce, maxRiskMetric: 5}")
-            + "fraudMetric: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {file: AuthKey.p8}}\n"
+            .replacingOccurrences(of: "mode: enforce}", with: "mode: enforce, maxRiskMetric: 5}")
         #expect(try load(yaml, base: dir.path).warnings == [
-            "fraudMetric: receipt refresh is not implemented yet; no risk metric is read from Apple",
-            "routes[0].maxRiskMetric has no effect yet: keys get a risk metric only from refreshed receipts",
+            "routes[0].maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts"
+        ])
+        let refreshing = yaml + "fraudMetric: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {file: AuthKey.p8}}\n"
+        #expect(try load(refreshing, base: dir.path).warnings.isEmpty)
+    }
+
+    @Test func fraudMetricKeys() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        try dir.write("AuthKey.p8", "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")
+        let ca = try dir.write("apple-ca.pem", "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n")
+        func fraud(_ extra: String) -> String {
+            minimalYAML + "fraudMetric: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {file: AuthKey.p8}\(extra)}\n"
+        }
+        let defaults = try #require(try load(fraud(""), base: dir.path).fraudMetric)
+        #expect(defaults.baseURL == "https://data.appattest.apple.com")
+        #expect(defaults.refreshEvery == .hours(24))
+        #expect(defaults.pollEvery == .seconds(30))
+        #expect(defaults.caFile == nil)
+        let set = try #require(try load(
+            fraud(", baseURL: https://data-development.appattest.apple.com, refreshEvery: 12h, pollEvery: 5s, caFile: apple-ca.pem"),
+            base: dir.path).fraudMetric)
+        #expect(set.baseURL == "https://data-development.appattest.apple.com")
+        #expect(set.refreshEvery == .hours(12))
+        #expect(set.pollEvery == .seconds(5))
+        #expect(set.caFile == ca)
+        #expect(errors(fraud(", refreshEvery: 10s"), base: dir.path) == [
+            "config.yaml:8: fraudMetric.refreshEvery: must be at least 1m"
+        ])
+        #expect(errors(fraud(", caFile: nope.pem"), base: dir.path) == [
+            "config.yaml:8: fraudMetric.caFile: cannot read '\(dir.path)/nope.pem': No such file or directory"
         ])
     }
 }

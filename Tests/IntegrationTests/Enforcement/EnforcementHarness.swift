@@ -24,6 +24,14 @@ final class EnforcementHarness: @unchecked Sendable {
     let ca: TestCA
     let receiptCA: ReceiptCA
     let configPath: String
+    /// With `Options.receiptRefresh`: the Apple data endpoint the gateway refreshes receipts with.
+    let apple: FakeAppleDataServer?
+    /// Its DeviceCheck key (PKCS#8 PEM), for checking the tokens it received.
+    var deviceCheckKeyPath: String { directory + "/AuthKey_XYZ1234567.p8" }
+    /// root.cert.pem and receipt-root.cert.pem of the test CAs.
+    var caDirectory: String { directory + "/ca" }
+    static let teamId = "ABCDE12345"
+    static let deviceCheckKeyId = "XYZ1234567"
 
     var base: String { "http://127.0.0.1:\(server.ports[0])" }
     var adminBase: String { "http://127.0.0.1:\(server.adminPort)" }
@@ -34,6 +42,8 @@ final class EnforcementHarness: @unchecked Sendable {
         var caDirectory: String?
         /// Redis behind TLS (client certificate required), reached with `rediss://`.
         var redisTLS = false
+        /// `fraudMetric` pointing at a `FakeAppleDataServer` (schedule polled every 50 ms).
+        var receiptRefresh = false
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -65,6 +75,24 @@ final class EnforcementHarness: @unchecked Sendable {
         }
         let upstream = try await TestUpstream()
         let deadPort = try RedisServerFixture.freePort()
+        var apple: FakeAppleDataServer?
+        var fraudMetric = ""
+        if options.receiptRefresh {
+            let pki = try await TestPKI.shared.value
+            let server = try await FakeAppleDataServer(
+                pki: pki, receiptCA: receiptCA, receiptRoot: caDir + "/receipt-root.cert.pem")
+            apple = server
+            let keyPath = directory + "/AuthKey_\(deviceCheckKeyId).p8"
+            let made = try await Run.tool(
+                "openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyPath])
+            guard made.status == 0 else { throw HarnessError("openssl genpkey: \(made.stderr)") }
+            fraudMetric = """
+                fraudMetric:
+                  {teamId: \(teamId), keyId: \(deviceCheckKeyId), privateKey: {file: \(keyPath)},
+                   baseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), pollEvery: 50ms, refreshEvery: 1h}
+
+                """
+        }
         let yaml = """
             listeners: [{address: 127.0.0.1:0}]
             admin: {address: 127.0.0.1:0, token: \(adminToken)}
@@ -95,7 +123,7 @@ final class EnforcementHarness: @unchecked Sendable {
               - {match: {prefix: /slow}, upstream: slow, mode: passthrough}
               - {match: {prefix: /open/}, upstream: legacy, mode: passthrough}
             logging: {level: critical, format: text}
-
+            \(fraudMetric)
             """
         let configPath = directory + "/assertgate.yaml"
         try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -104,7 +132,7 @@ final class EnforcementHarness: @unchecked Sendable {
         let server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
         let harness = EnforcementHarness(
             redis: redis, upstream: upstream, server: server, directory: directory, ca: ca, receiptCA: receiptCA,
-            configPath: configPath)
+            configPath: configPath, apple: apple)
         // Like a load balancer: no traffic before /readyz (every worker's Redis
         // connection up); polled, bounded by a deadline.
         let deadline = Date().addingTimeInterval(10)
@@ -117,8 +145,9 @@ final class EnforcementHarness: @unchecked Sendable {
 
     private init(
         redis: RedisServerFixture, upstream: TestUpstream, server: GatewayServer, directory: String, ca: TestCA,
-        receiptCA: ReceiptCA, configPath: String
+        receiptCA: ReceiptCA, configPath: String, apple: FakeAppleDataServer?
     ) {
+        self.apple = apple
         self.redis = redis
         self.upstream = upstream
         self.server = server
@@ -131,6 +160,7 @@ final class EnforcementHarness: @unchecked Sendable {
     func stop() async throws {
         await server.shutdown(drain: .seconds(1))
         try await upstream.stop()
+        try await apple?.stop()
         redis.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -1,0 +1,274 @@
+import Logging
+import NIOCore
+import NIOPosix
+import Verifier
+
+/// How one refresh ended; the label of `assertgate_receipt_refreshes_total`.
+enum ReceiptRefreshResult: String, CaseIterable, Sendable {
+    /// 200 and a receipt that verifies: stored with its risk metric.
+    case refreshed
+    /// 304: before the receipt's not-before time; tried again then.
+    case tooEarly = "too-early"
+    /// 404: Apple holds no data for the key any more (30 days); off the schedule.
+    case noData = "no-data"
+    /// 400: wrong environment or payload; off the schedule.
+    case rejected
+    /// 401: the DeviceCheck token was refused; every refresh pauses.
+    case unauthorized
+    /// 429: every refresh pauses.
+    case throttled
+    /// 5xx, a network or TLS failure: this key is tried again later.
+    case failed
+    /// 200 with a receipt that does not verify (signature, chain, App ID, key).
+    case invalidReceipt = "invalid-receipt"
+    /// The key is revoked or gone: off the schedule.
+    case dropped
+}
+
+/// Refreshes App Attest receipts with Apple (app-attest.md §4) so keys carry
+/// Apple's risk metric: every `pollEvery` it claims the keys due on the
+/// store's schedule (atomically, so several gateways share the work), POSTs
+/// each one's latest receipt with a DeviceCheck token, verifies the answer
+/// (PKCS#7 chain to the receipt anchors at its creation time, App ID,
+/// attested key) off the event loop, stores it with its risk metric, and puts
+/// the key back on the schedule: `refreshEvery` later, never before the new
+/// receipt's not-before time.
+///
+/// Loop-confined: every stored `var` is touched only on `eventLoop`.
+final class ReceiptRefresher: @unchecked Sendable {
+    struct Settings: Sendable {
+        var pollEvery: TimeAmount
+        /// Seconds between two refreshes of one key.
+        var refreshEvery: Int64
+        /// Seconds a claimed key stays off the schedule while being refreshed.
+        var lease: Int64 = 300
+        /// Keys claimed per poll; a full batch polls again at once.
+        var batch = 32
+        /// Requests to Apple in flight at once.
+        var concurrency = 4
+        /// After 401 or 429: seconds every refresh waits.
+        var unauthorizedPause: Int64 = 600
+        var throttledPause: Int64 = 60
+        /// After a failure (5xx, network): seconds until that key is tried again.
+        var retryAfterFailure: Int64 = 900
+    }
+
+    let eventLoop: EventLoop
+    private let store: any Store
+    private let client: AppleDataClient
+    private let token: DeviceCheckToken
+    private let anchors: TrustAnchors
+    private let clockSkew: Int64
+    private let settings: Settings
+    private let threadPool: NIOThreadPool
+    private let results: [ReceiptRefreshResult: Counter]
+    private let logger: Logger
+    private let clock: @Sendable () -> Int64
+
+    private var timer: Scheduled<Void>?
+    private var polling = false
+    private var stopped = false
+    private var pausedUntil: Int64 = 0
+
+    init(
+        eventLoop: EventLoop, store: any Store, client: AppleDataClient, token: DeviceCheckToken,
+        anchors: TrustAnchors, clockSkew: Int64, settings: Settings, threadPool: NIOThreadPool,
+        metrics: GatewayMetrics?, logger: Logger, clock: @escaping @Sendable () -> Int64 = UnixClock.now
+    ) {
+        self.eventLoop = eventLoop
+        self.store = store
+        self.client = client
+        self.token = token
+        self.anchors = anchors
+        self.clockSkew = clockSkew
+        self.settings = settings
+        self.threadPool = threadPool
+        var results: [ReceiptRefreshResult: Counter] = [:]
+        if let metrics {
+            for r in ReceiptRefreshResult.allCases { results[r] = metrics.receiptRefreshes.labels(r.rawValue) }
+        }
+        self.results = results
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// Polls now and then every `pollEvery`.
+    func start() {
+        eventLoop.execute { self.poll() }
+    }
+
+    /// No new poll starts; refreshes in flight finish on their own.
+    func stop() -> EventLoopFuture<Void> {
+        eventLoop.submit {
+            self.stopped = true
+            self.timer?.cancel()
+            self.timer = nil
+        }
+    }
+
+    // MARK: polling
+
+    private func scheduleNextPoll(after delay: TimeAmount) {
+        guard !stopped else { return }
+        timer = eventLoop.scheduleTask(in: delay) { self.poll() }
+    }
+
+    private func poll() {
+        eventLoop.assertInEventLoop()
+        guard !stopped, !polling else { return }
+        let now = clock()
+        if now < pausedUntil {
+            scheduleNextPoll(after: .seconds(min(settings.pollEvery.nanoseconds / 1_000_000_000 + 1, pausedUntil - now)))
+            return
+        }
+        polling = true
+        store.claimDueReceiptRefreshes(now: now, lease: settings.lease, limit: settings.batch)
+            .hop(to: eventLoop)
+            .flatMap { keys -> EventLoopFuture<Int> in
+                self.refreshAll(keys[...]).map { keys.count }
+            }
+            .whenComplete { result in
+                self.polling = false
+                switch result {
+                case .success(let claimed) where claimed >= self.settings.batch:
+                    self.scheduleNextPoll(after: .zero)
+                case .success:
+                    self.scheduleNextPoll(after: self.settings.pollEvery)
+                case .failure(let error):
+                    self.logger.warning("receipt refresh: cannot read the schedule", metadata: ["reason": "\(error)"])
+                    self.scheduleNextPoll(after: self.settings.pollEvery)
+                }
+            }
+    }
+
+    /// `concurrency` lanes, each refreshing its share of `keys` one after another.
+    private func refreshAll(_ keys: ArraySlice<[UInt8]>) -> EventLoopFuture<Void> {
+        let lanes = (0..<max(1, settings.concurrency)).map { lane in
+            let mine = keys.enumerated().filter { $0.offset % max(1, settings.concurrency) == lane }.map(\.element)
+            return mine.reduce(eventLoop.makeSucceededVoidFuture()) { previous, keyId in
+                previous.flatMap { self.refreshOne(keyId).map { _ in () } }
+            }
+        }
+        return EventLoopFuture.andAllComplete(lanes, on: eventLoop)
+    }
+
+    // MARK: one key
+
+    /// Never fails: every outcome is counted, and the key is put back on the
+    /// schedule or taken off it.
+    func refreshOne(_ keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshResult> {
+        store.receiptRefreshSource(keyId: keyId).hop(to: eventLoop)
+            .flatMap { source -> EventLoopFuture<ReceiptRefreshResult> in
+                guard let source, !source.revoked else {
+                    return self.store.cancelReceiptRefresh(keyId: keyId).map { .dropped }
+                }
+                return self.exchange(keyId, source)
+            }
+            .flatMapError { error in
+                // The store failed: the lease brings the key back.
+                self.logger.warning("receipt refresh: store unavailable", metadata: ["reason": "\(error)"])
+                return self.eventLoop.makeSucceededFuture(.failed)
+            }
+            .map { result in
+                self.results[result]?.inc()
+                return result
+            }
+    }
+
+    private func exchange(_ keyId: [UInt8], _ source: ReceiptRefreshSource) -> EventLoopFuture<ReceiptRefreshResult> {
+        let now = clock()
+        guard let jwt = token.token(now: now) else {
+            return reschedule(keyId, at: now + settings.retryAfterFailure, .failed)
+        }
+        let body = Array(Base64.encode(source.receipt).utf8)
+        return client.post(path: "/v1/attestationData", authorization: jwt, body: body, on: eventLoop)
+            .hop(to: eventLoop)
+            .flatMap { response in self.handle(response, keyId, source) }
+            .flatMapError { error in
+                self.logger.warning(
+                    "receipt refresh: no answer from Apple", metadata: ["host": "\(self.client.host)", "reason": "\(error)"])
+                return self.reschedule(keyId, at: self.clock() + self.settings.retryAfterFailure, .failed)
+            }
+    }
+
+    private func handle(_ response: AppleDataClient.Response, _ keyId: [UInt8], _ source: ReceiptRefreshSource)
+        -> EventLoopFuture<ReceiptRefreshResult>
+    {
+        let now = clock()
+        switch response.status {
+        case 200:
+            return verifyAndStore(response.body, keyId, source)
+        case 304:
+            let next = (source.notBefore ?? 0) > now ? (source.notBefore ?? now) : now + max(3600, settings.refreshEvery / 24)
+            return reschedule(keyId, at: next, .tooEarly)
+        case 400:
+            logger.info(
+                "receipt refresh: Apple refused the receipt (400: wrong environment for \(client.host) or bad payload); key taken off the schedule",
+                metadata: ["environment": "\(source.environment.rawValue)"])
+            return store.cancelReceiptRefresh(keyId: keyId).map { .rejected }
+        case 404:
+            return store.cancelReceiptRefresh(keyId: keyId).map { .noData }
+        case 401:
+            if pausedUntil <= now {
+                logger.error(
+                    "receipt refresh: Apple refused the DeviceCheck token (401); check fraudMetric.teamId, keyId and privateKey",
+                    metadata: ["pauseSeconds": "\(settings.unauthorizedPause)"])
+            }
+            token.invalidate()
+            pausedUntil = now + settings.unauthorizedPause
+            return reschedule(keyId, at: pausedUntil, .unauthorized)
+        case 429:
+            pausedUntil = now + settings.throttledPause
+            return reschedule(keyId, at: pausedUntil, .throttled)
+        default:
+            logger.warning("receipt refresh: Apple answered \(response.status)", metadata: ["host": "\(client.host)"])
+            return reschedule(keyId, at: now + settings.retryAfterFailure, .failed)
+        }
+    }
+
+    /// Chain and PKCS#7 checks cost milliseconds: off the event loop.
+    private func verifyAndStore(_ body: [UInt8], _ keyId: [UInt8], _ source: ReceiptRefreshSource)
+        -> EventLoopFuture<ReceiptRefreshResult>
+    {
+        let anchors = self.anchors
+        let skew = self.clockSkew
+        let verified = threadPool.runIfActive(eventLoop: eventLoop) { () -> Result<(bytes: [UInt8], receipt: Receipt), VerificationError> in
+            do throws(VerificationError) {
+                let text = body.filter { !($0 == 0x0A || $0 == 0x0D || $0 == 0x20) }
+                guard let bytes = try? Base64.decode(text) else {
+                    throw .receiptInvalid("answer is not base64")
+                }
+                let receipt = try ReceiptVerifier.verify(
+                    receipt: bytes, appId: source.appId, publicKey: source.publicKey, anchors: anchors, clockSkew: skew)
+                return .success((bytes, receipt))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return verified.hop(to: eventLoop).flatMap { result in
+            let now = self.clock()
+            switch result {
+            case .failure(let error):
+                self.logger.warning("receipt refresh: Apple's answer does not verify", metadata: ["reason": "\(error.detail)"])
+                return self.reschedule(keyId, at: now + self.settings.refreshEvery, .invalidReceipt)
+            case .success(let (bytes, receipt)):
+                let notBefore = receipt.notBefore?.unixSeconds
+                let next = max(now + self.settings.refreshEvery, notBefore ?? 0)
+                return self.store.storeReceipt(
+                    keyId: keyId, receipt: bytes, riskMetric: receipt.riskMetric, at: now, notBefore: notBefore,
+                    expiry: receipt.expirationTime?.unixSeconds
+                ).flatMap { known in
+                    known
+                        ? self.reschedule(keyId, at: next, .refreshed)
+                        : self.store.cancelReceiptRefresh(keyId: keyId).map { .dropped }
+                }
+            }
+        }
+    }
+
+    private func reschedule(_ keyId: [UInt8], at: Int64, _ result: ReceiptRefreshResult)
+        -> EventLoopFuture<ReceiptRefreshResult>
+    {
+        store.scheduleReceiptRefresh(keyId: keyId, at: at).map { result }
+    }
+}
