@@ -10,7 +10,7 @@ import Verifier
 /// for every request, so one token is kept for `reuseFor` seconds.
 /// Loop-confined (owned by the refresher); frees its key in deinit.
 final class DeviceCheckToken {
-    enum KeyError: Error, CustomStringConvertible {
+    enum KeyError: Error, Equatable, CustomStringConvertible {
         case unreadable(String)
         case notP256
 

@@ -155,10 +155,11 @@ final class ReceiptRefresher: @unchecked Sendable {
     // MARK: one key
 
     /// Never fails: every outcome is counted, and the key is put back on the
-    /// schedule or taken off it.
-    func refreshOne(_ keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshResult> {
+    /// schedule or taken off it. Nil: not attempted (refreshes are paused
+    /// after a 401 or 429 earlier in the batch); the key waits for the pause.
+    func refreshOne(_ keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshResult?> {
         store.receiptRefreshSource(keyId: keyId).hop(to: eventLoop)
-            .flatMap { source -> EventLoopFuture<ReceiptRefreshResult> in
+            .flatMap { source -> EventLoopFuture<ReceiptRefreshResult?> in
                 guard let source, !source.revoked else {
                     return self.store.cancelReceiptRefresh(keyId: keyId).map { .dropped }
                 }
@@ -167,27 +168,30 @@ final class ReceiptRefresher: @unchecked Sendable {
             .flatMapError { error in
                 // The store failed: the lease brings the key back.
                 self.logger.warning("receipt refresh: store unavailable", metadata: ["reason": "\(error)"])
-                return self.eventLoop.makeSucceededFuture(.failed)
+                return self.eventLoop.makeSucceededFuture(ReceiptRefreshResult.failed)
             }
             .map { result in
-                self.results[result]?.inc()
+                if let result { self.results[result]?.inc() }
                 return result
             }
     }
 
-    private func exchange(_ keyId: [UInt8], _ source: ReceiptRefreshSource) -> EventLoopFuture<ReceiptRefreshResult> {
+    private func exchange(_ keyId: [UInt8], _ source: ReceiptRefreshSource) -> EventLoopFuture<ReceiptRefreshResult?> {
         let now = clock()
+        if now < pausedUntil {
+            return store.scheduleReceiptRefresh(keyId: keyId, at: pausedUntil).map { nil }
+        }
         guard let jwt = token.token(now: now) else {
-            return reschedule(keyId, at: now + settings.retryAfterFailure, .failed)
+            return reschedule(keyId, at: now + settings.retryAfterFailure, .failed).map { Optional($0) }
         }
         let body = Array(Base64.encode(source.receipt).utf8)
         return client.post(path: "/v1/attestationData", authorization: jwt, body: body, on: eventLoop)
             .hop(to: eventLoop)
-            .flatMap { response in self.handle(response, keyId, source) }
+            .flatMap { response in self.handle(response, keyId, source).map { Optional($0) } }
             .flatMapError { error in
                 self.logger.warning(
                     "receipt refresh: no answer from Apple", metadata: ["host": "\(self.client.host)", "reason": "\(error)"])
-                return self.reschedule(keyId, at: self.clock() + self.settings.retryAfterFailure, .failed)
+                return self.reschedule(keyId, at: self.clock() + self.settings.retryAfterFailure, .failed).map { Optional($0) }
             }
     }
 
@@ -254,8 +258,10 @@ final class ReceiptRefresher: @unchecked Sendable {
             case .success(let (bytes, receipt)):
                 let notBefore = receipt.notBefore?.unixSeconds
                 let next = max(now + self.settings.refreshEvery, notBefore ?? 0)
+                // The metric's age counts from when Apple made the receipt.
                 return self.store.storeReceipt(
-                    keyId: keyId, receipt: bytes, riskMetric: receipt.riskMetric, at: now, notBefore: notBefore,
+                    keyId: keyId, receipt: bytes, riskMetric: receipt.riskMetric, at: receipt.creationTime.unixSeconds,
+                    notBefore: notBefore,
                     expiry: receipt.expirationTime?.unixSeconds
                 ).flatMap { known in
                     known
