@@ -500,7 +500,7 @@ struct ConfigSectionParser {
 
     func parseFraudMetric(_ node: Node) -> FraudMetricConfig? {
         guard let view = reader.mapping(node, path: "fraudMetric", allowed: [
-            "teamId", "keyId", "privateKey", "baseURL", "refreshEvery", "pollEvery", "caFile",
+            "teamId", "keyId", "privateKey", "baseURL", "developmentBaseURL", "refreshEvery", "pollEvery", "caFile",
         ]) else { return nil }
         let teamId = reader.string(view, "teamId", required: true)
         if let teamId, !ConfigSyntax.isTeamId(teamId) {
@@ -511,14 +511,16 @@ struct ConfigSectionParser {
             reader.error(at: view["keyId"], "fraudMetric.keyId: '\(keyId)' must be 10 characters of A-Z and 0-9")
         }
         let key = secret(view, "privateKey", required: true)
-        var baseURL: String?
-        if let url = reader.string(view, "baseURL") {
+        func url(_ name: String) -> String? {
+            guard let url = reader.string(view, name) else { return nil }
             if let e = ConfigSyntax.httpsURL(url) {
-                reader.error(at: view["baseURL"], "fraudMetric.baseURL: \(e.message)")
-            } else {
-                baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+                reader.error(at: view[name], "fraudMetric.\(name): \(e.message)")
+                return nil
             }
+            return url.hasSuffix("/") ? String(url.dropLast()) : url
         }
+        let baseURL = url("baseURL")
+        let developmentBaseURL = url("developmentBaseURL")
         let refresh = reader.duration(view, "refreshEvery")
         if let refresh, refresh < .minutes(1) {
             reader.error(at: view["refreshEvery"], "fraudMetric.refreshEvery: must be at least 1m")
@@ -528,6 +530,7 @@ struct ConfigSectionParser {
         guard let teamId, let keyId, let key else { return nil }
         var f = FraudMetricConfig(teamId: teamId, keyId: keyId, privateKey: key)
         if let baseURL { f.baseURL = baseURL }
+        if let developmentBaseURL { f.developmentBaseURL = developmentBaseURL }
         if let refresh { f.refreshEvery = refresh }
         if let poll { f.pollEvery = poll }
         f.caFile = caFile

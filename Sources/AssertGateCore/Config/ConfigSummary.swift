@@ -74,7 +74,7 @@ public enum ConfigSummary {
         out.append("limits: maxConcurrentStreams \(l.maxConcurrentStreams), maxHeaderListBytes \(SizeParser.format(l.maxHeaderListBytes)), "
             + "maxRequestBodyBytes \(SizeParser.format(l.maxRequestBodyBytes)), streamResetRate \(rate(l.streamResetRate))")
         if let f = config.fraudMetric {
-            out.append("fraudMetric: team \(f.teamId), key \(f.keyId) (\(source(f.privateKey))), \(f.baseURL), every \(DurationParser.format(f.refreshEvery)), "
+            out.append("fraudMetric: team \(f.teamId), key \(f.keyId) (\(source(f.privateKey))), production \(f.baseURL), development \(f.developmentBaseURL), every \(DurationParser.format(f.refreshEvery)), "
                 + "schedule checked every \(DurationParser.format(f.pollEvery)), server verified against \(f.caFile ?? "the system trust store")")
         } else {
             out.append("fraudMetric: off")

@@ -264,7 +264,10 @@ public struct FraudMetricConfig: Sendable {
     public var teamId: String
     public var keyId: String
     public var privateKey: Secret
+    /// For production keys.
     public var baseURL: String = "https://data.appattest.apple.com"
+    /// For development keys.
+    public var developmentBaseURL: String = "https://data-development.appattest.apple.com"
     public var refreshEvery: TimeAmount = .hours(24)
     /// How often the refresh schedule is checked for due keys.
     public var pollEvery: TimeAmount = .seconds(30)

@@ -124,7 +124,7 @@ public final class AttestationRoutes: LocalHandler {
             case .success(let v):
                 attestation = v
             }
-            let record = NewKeyRecord(
+            var record = NewKeyRecord(
                 keyId: attestation.keyId, publicKey: attestation.publicKey, appId: attestation.appId,
                 environment: attestation.environment == .production ? .production : .development,
                 userId: parsed.userId, createdAt: now, receipt: attestation.receiptBytes,
@@ -134,24 +134,12 @@ public final class AttestationRoutes: LocalHandler {
                 receiptExpiry: attestation.receipt.expirationTime?.unixSeconds,
                 bundleVersion: attestation.extensions.bundleVersion,
                 launchCategory: attestation.extensions.validationCategory)
-            let store = self.store
-            let metrics = self.metrics
-            return store.registerKey(record, attestChallenge: parsed.challenge)
-                .flatMap { outcome -> EventLoopFuture<RegisterResult> in
-                    // First refresh as soon as Apple allows it: the attestation's
-                    // receipt carries no risk metric. A failure here leaves the
-                    // key registered (and unrefreshed): counted, not refused.
-                    guard case .registered = outcome, context.refreshesReceipts else {
-                        return store.eventLoop.makeSucceededFuture(outcome)
-                    }
-                    let at = max(now, record.receiptNotBefore ?? now)
-                    return store.scheduleReceiptRefresh(keyId: record.keyId, at: at)
-                        .map { outcome }
-                        .recover { _ in
-                            metrics?.storeErrors.inc()
-                            return outcome
-                        }
-                }
+            if context.refreshesReceipts {
+                // First refresh as soon as Apple allows it: the attestation's
+                // receipt carries no risk metric.
+                record.refreshAt = max(now, record.receiptNotBefore ?? now)
+            }
+            return self.store.registerKey(record, attestChallenge: parsed.challenge)
                 .hop(to: self.eventLoop)
                 .assumeIsolated()
                 .map { outcome in

@@ -27,7 +27,9 @@ public final class EnforcementContext: Sendable {
         }
     }
 
-    public init(config: GatewayConfig) throws(BuildError) {
+    /// `refreshesReceipts`: whether a receipt refresher runs (a reload cannot
+    /// start or stop one); nil = whether `config` has `fraudMetric`.
+    public init(config: GatewayConfig, refreshesReceipts: Bool? = nil) throws(BuildError) {
         let a = config.attestation
         let anchors: TrustAnchors
         let receiptAnchors: TrustAnchors
@@ -55,6 +57,6 @@ public final class EnforcementContext: Sendable {
         self.prefix = a.prefix
         self.challengeTTL = a.challengeTTL
         self.challengeRate = a.challengeRate
-        self.refreshesReceipts = config.fraudMetric != nil
+        self.refreshesReceipts = refreshesReceipts ?? (config.fraudMetric != nil)
     }
 }

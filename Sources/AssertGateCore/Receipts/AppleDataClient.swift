@@ -52,6 +52,7 @@ final class AppleDataClient: Sendable {
     func post(path: String, authorization: String, body: [UInt8], on loop: EventLoop) -> EventLoopFuture<Response> {
         let promise = loop.makePromise(of: Response.self)
         let host = self.host
+        let hostHeader = port == 443 ? (host.contains(":") ? "[\(host)]" : host) : "\(HostPort(host: host, port: port))"
         let tls = self.tls
         let deadline = loop.scheduleTask(in: timeout) { promise.fail(ClientError.timedOut) }
         promise.futureResult.whenComplete { _ in deadline.cancel() }
@@ -82,7 +83,7 @@ final class AppleDataClient: Sendable {
                         }
                     }
                     var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
-                    head.headers.add(name: "Host", value: host)
+                    head.headers.add(name: "Host", value: hostHeader)
                     head.headers.add(name: "Authorization", value: authorization)
                     head.headers.add(name: "Content-Length", value: String(body.count))
                     head.headers.add(name: "Connection", value: "close")

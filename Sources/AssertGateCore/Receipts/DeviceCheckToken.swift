@@ -38,7 +38,11 @@ final class DeviceCheckToken {
             return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
         }
         guard let parsed else { throw .unreadable(OpenSSLErrorQueue.drain()) }
-        guard EVP_PKEY_get_base_id(parsed) == EVP_PKEY_EC, EVP_PKEY_get_bits(parsed) == 256 else {
+        var group = [CChar](repeating: 0, count: 64)
+        var groupLength = 0
+        let named = EVP_PKEY_get_group_name(parsed, &group, group.count, &groupLength) == 1
+        let curve = named ? String(decoding: group.prefix(groupLength).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        guard EVP_PKEY_get_base_id(parsed) == EVP_PKEY_EC, curve == "prime256v1" else {
             EVP_PKEY_free(parsed)
             throw .notP256
         }

@@ -55,7 +55,9 @@ final class ReceiptRefresher: @unchecked Sendable {
 
     let eventLoop: EventLoop
     private let store: any Store
-    private let client: AppleDataClient
+    /// Production keys go to `production`, development keys to `development`.
+    private let production: AppleDataClient
+    private let development: AppleDataClient
     private let token: DeviceCheckToken
     private let anchors: TrustAnchors
     private let clockSkew: Int64
@@ -69,15 +71,19 @@ final class ReceiptRefresher: @unchecked Sendable {
     private var polling = false
     private var stopped = false
     private var pausedUntil: Int64 = 0
+    /// The batch being refreshed, if any.
+    private var inFlight: EventLoopFuture<Void>?
 
     init(
-        eventLoop: EventLoop, store: any Store, client: AppleDataClient, token: DeviceCheckToken,
+        eventLoop: EventLoop, store: any Store, production: AppleDataClient, development: AppleDataClient,
+        token: DeviceCheckToken,
         anchors: TrustAnchors, clockSkew: Int64, settings: Settings, threadPool: NIOThreadPool,
         metrics: GatewayMetrics?, logger: Logger, clock: @escaping @Sendable () -> Int64 = UnixClock.now
     ) {
         self.eventLoop = eventLoop
         self.store = store
-        self.client = client
+        self.production = production
+        self.development = development
         self.token = token
         self.anchors = anchors
         self.clockSkew = clockSkew
@@ -97,12 +103,15 @@ final class ReceiptRefresher: @unchecked Sendable {
         eventLoop.execute { self.poll() }
     }
 
-    /// No new poll starts; refreshes in flight finish on their own.
+    /// No new poll starts and no further key of a batch is begun; completes
+    /// when the requests already sent have ended (each bounded by the
+    /// client's timeout). Keys left over come back when their lease ends.
     func stop() -> EventLoopFuture<Void> {
-        eventLoop.submit {
+        eventLoop.flatSubmit {
             self.stopped = true
             self.timer?.cancel()
             self.timer = nil
+            return self.inFlight ?? self.eventLoop.makeSucceededVoidFuture()
         }
     }
 
@@ -122,13 +131,15 @@ final class ReceiptRefresher: @unchecked Sendable {
             return
         }
         polling = true
-        store.claimDueReceiptRefreshes(now: now, lease: settings.lease, limit: settings.batch)
+        let batch = store.claimDueReceiptRefreshes(now: now, lease: settings.lease, limit: settings.batch)
             .hop(to: eventLoop)
             .flatMap { keys -> EventLoopFuture<Int> in
                 self.refreshAll(keys[...]).map { keys.count }
             }
-            .whenComplete { result in
+        inFlight = batch.map { _ in () }.recover { _ in () }
+        batch.whenComplete { result in
                 self.polling = false
+                self.inFlight = nil
                 switch result {
                 case .success(let claimed) where claimed >= self.settings.batch:
                     self.scheduleNextPoll(after: .zero)
@@ -146,7 +157,8 @@ final class ReceiptRefresher: @unchecked Sendable {
         let lanes = (0..<max(1, settings.concurrency)).map { lane in
             let mine = keys.enumerated().filter { $0.offset % max(1, settings.concurrency) == lane }.map(\.element)
             return mine.reduce(eventLoop.makeSucceededVoidFuture()) { previous, keyId in
-                previous.flatMap { self.refreshOne(keyId).map { _ in () } }
+                // After stop() the rest of the batch is left to its lease.
+                previous.flatMap { self.stopped ? self.eventLoop.makeSucceededVoidFuture() : self.refreshOne(keyId).map { _ in () } }
             }
         }
         return EventLoopFuture.andAllComplete(lanes, on: eventLoop)
@@ -185,19 +197,28 @@ final class ReceiptRefresher: @unchecked Sendable {
             return reschedule(keyId, at: now + settings.retryAfterFailure, .failed).map { Optional($0) }
         }
         let body = Array(Base64.encode(source.receipt).utf8)
+        let client = source.environment == .production ? production : development
         return client.post(path: "/v1/attestationData", authorization: jwt, body: body, on: eventLoop)
             .hop(to: eventLoop)
-            .flatMap { response in self.handle(response, keyId, source).map { Optional($0) } }
+            .map { Optional($0) }
             .flatMapError { error in
                 self.logger.warning(
-                    "receipt refresh: no answer from Apple", metadata: ["host": "\(self.client.host)", "reason": "\(error)"])
-                return self.reschedule(keyId, at: self.clock() + self.settings.retryAfterFailure, .failed).map { Optional($0) }
+                    "receipt refresh: no answer from Apple", metadata: ["host": "\(client.host)", "reason": "\(error)"])
+                return self.eventLoop.makeSucceededFuture(nil)
+            }
+            .flatMap { response -> EventLoopFuture<ReceiptRefreshResult?> in
+                guard let response else {
+                    return self.reschedule(keyId, at: self.clock() + self.settings.retryAfterFailure, .failed)
+                        .map { Optional($0) }
+                }
+                // A store failure from here on reaches refreshOne's handler.
+                return self.handle(response, keyId, source, host: client.host).map { Optional($0) }
             }
     }
 
-    private func handle(_ response: AppleDataClient.Response, _ keyId: [UInt8], _ source: ReceiptRefreshSource)
-        -> EventLoopFuture<ReceiptRefreshResult>
-    {
+    private func handle(
+        _ response: AppleDataClient.Response, _ keyId: [UInt8], _ source: ReceiptRefreshSource, host: String
+    ) -> EventLoopFuture<ReceiptRefreshResult> {
         let now = clock()
         switch response.status {
         case 200:
@@ -207,7 +228,7 @@ final class ReceiptRefresher: @unchecked Sendable {
             return reschedule(keyId, at: next, .tooEarly)
         case 400:
             logger.info(
-                "receipt refresh: Apple refused the receipt (400: wrong environment for \(client.host) or bad payload); key taken off the schedule",
+                "receipt refresh: Apple refused the receipt (400: wrong environment for \(host) or bad payload); key taken off the schedule",
                 metadata: ["environment": "\(source.environment.rawValue)"])
             return store.cancelReceiptRefresh(keyId: keyId).map { .rejected }
         case 404:
@@ -225,7 +246,7 @@ final class ReceiptRefresher: @unchecked Sendable {
             pausedUntil = now + settings.throttledPause
             return reschedule(keyId, at: pausedUntil, .throttled)
         default:
-            logger.warning("receipt refresh: Apple answered \(response.status)", metadata: ["host": "\(client.host)"])
+            logger.warning("receipt refresh: Apple answered \(response.status)", metadata: ["host": "\(host)"])
             return reschedule(keyId, at: now + settings.retryAfterFailure, .failed)
         }
     }
@@ -244,6 +265,7 @@ final class ReceiptRefresher: @unchecked Sendable {
                 }
                 let receipt = try ReceiptVerifier.verify(
                     receipt: bytes, appId: source.appId, publicKey: source.publicKey, anchors: anchors, clockSkew: skew)
+                guard receipt.kind == .receipt else { throw .receiptInvalid("answer is an \(receipt.kind.rawValue) receipt, not a refreshed one") }
                 return .success((bytes, receipt))
             } catch {
                 return .failure(error)
@@ -257,7 +279,12 @@ final class ReceiptRefresher: @unchecked Sendable {
                 return self.reschedule(keyId, at: now + self.settings.refreshEvery, .invalidReceipt)
             case .success(let (bytes, receipt)):
                 let notBefore = receipt.notBefore?.unixSeconds
-                let next = max(now + self.settings.refreshEvery, notBefore ?? 0)
+                var next = max(now + self.settings.refreshEvery, notBefore ?? 0)
+                // Refresh before the receipt expires (with it the metric would be lost).
+                if let expiry = receipt.expirationTime?.unixSeconds {
+                    next = max(min(next, expiry - Self.expiryMargin), notBefore ?? now, now + 60)
+                }
+                let due = next
                 // The metric's age counts from when Apple made the receipt.
                 return self.store.storeReceipt(
                     keyId: keyId, receipt: bytes, riskMetric: receipt.riskMetric, at: receipt.creationTime.unixSeconds,
@@ -265,12 +292,15 @@ final class ReceiptRefresher: @unchecked Sendable {
                     expiry: receipt.expirationTime?.unixSeconds
                 ).flatMap { known in
                     known
-                        ? self.reschedule(keyId, at: next, .refreshed)
+                        ? self.reschedule(keyId, at: due, .refreshed)
                         : self.store.cancelReceiptRefresh(keyId: keyId).map { .dropped }
                 }
             }
         }
     }
+
+    /// How long before a receipt's expiration its refresh is due at the latest.
+    static let expiryMargin: Int64 = 6 * 3600
 
     private func reschedule(_ keyId: [UInt8], at: Int64, _ result: ReceiptRefreshResult)
         -> EventLoopFuture<ReceiptRefreshResult>

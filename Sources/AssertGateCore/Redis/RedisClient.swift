@@ -337,6 +337,12 @@ public final class RedisClient: @unchecked Sendable {
             guard let done = handler.handshakeFuture else {
                 throw StoreError.unavailable(.connectFailed("TLS to \(endpoint): no handshake started"))
             }
+            // A server that accepts TCP and never finishes TLS: close the
+            // channel at the attempt's deadline (the attempt has given up on it).
+            let deadline = channel.eventLoop.scheduleTask(in: configuration.connectTimeout) {
+                channel.close(promise: nil)
+            }
+            done.whenComplete { _ in deadline.cancel() }
             return done.flatMapErrorThrowing { error in
                 let reason = (error as? TLSConnectionError)?.reason ?? "connection closed during the handshake"
                 throw StoreError.unavailable(.connectFailed("TLS to \(endpoint): \(reason)"))

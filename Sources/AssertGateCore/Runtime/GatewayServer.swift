@@ -15,6 +15,7 @@ public final class GatewayServer: Sendable {
     private let admin: AdminServer
     private let stores: any StoreProvider
     private let refresher: ReceiptRefresher?
+    private let startedRefreshSettings: [String]
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
     private let logger: Logger
@@ -122,7 +123,9 @@ public final class GatewayServer: Sendable {
         }
         let server = GatewayServer(
             configPath: configPath, ports: ports, adminPort: admin.port, metrics: metrics, gateway: gateway,
-            admin: admin, stores: stores, refresher: refresher, group: group, threadPool: threadPool, logger: logger)
+            admin: admin, stores: stores, refresher: refresher,
+            startedRefreshSettings: Self.refreshSettings(config.fraudMetric), group: group, threadPool: threadPool,
+            logger: logger)
         serverBox.withLockedValue { $0 = server }
         refresher?.start()
         return server
@@ -138,8 +141,11 @@ public final class GatewayServer: Sendable {
         } catch {
             throw StartError(description: "fraudMetric: \(error)")
         }
-        guard let client = AppleDataClient(baseURL: fraud.baseURL, tls: tls) else {
+        guard let production = AppleDataClient(baseURL: fraud.baseURL, tls: tls) else {
             throw StartError(description: "fraudMetric.baseURL: '\(fraud.baseURL)' is not https://host[:port]")
+        }
+        guard let development = AppleDataClient(baseURL: fraud.developmentBaseURL, tls: tls) else {
+            throw StartError(description: "fraudMetric.developmentBaseURL: '\(fraud.developmentBaseURL)' is not https://host[:port]")
         }
         let token: DeviceCheckToken
         do {
@@ -150,17 +156,29 @@ public final class GatewayServer: Sendable {
         let settings = ReceiptRefresher.Settings(
             pollEvery: fraud.pollEvery, refreshEvery: fraud.refreshEvery.nanoseconds / 1_000_000_000)
         return ReceiptRefresher(
-            eventLoop: loop, store: stores.store(for: loop), client: client, token: token,
+            eventLoop: loop, store: stores.store(for: loop), production: production, development: development,
+            token: token,
             anchors: enforcement.verifier.receiptAnchors, clockSkew: enforcement.verifier.clockSkewSeconds,
             settings: settings, threadPool: threadPool, metrics: metrics, logger: logger)
     }
 
+    /// What of `fraudMetric` a running refresher was built from (compared on reload).
+    private static func refreshSettings(_ f: FraudMetricConfig?) -> [String] {
+        guard let f else { return [] }
+        return [
+            f.teamId, f.keyId, f.privateKey.value, f.baseURL, f.developmentBaseURL, "\(f.refreshEvery)",
+            "\(f.pollEvery)", f.caFile ?? "",
+        ]
+    }
+
     private init(
         configPath: String, ports: [Int], adminPort: Int, metrics: GatewayMetrics, gateway: Gateway,
-        admin: AdminServer, stores: any StoreProvider, refresher: ReceiptRefresher?, group: MultiThreadedEventLoopGroup,
+        admin: AdminServer, stores: any StoreProvider, refresher: ReceiptRefresher?, startedRefreshSettings: [String],
+        group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool, logger: Logger
     ) {
         self.refresher = refresher
+        self.startedRefreshSettings = startedRefreshSettings
         self.configPath = configPath
         self.ports = ports
         self.adminPort = adminPort
@@ -180,11 +198,14 @@ public final class GatewayServer: Sendable {
         let enforcement: EnforcementContext
         do {
             config = try ConfigLoader.load(path: configPath)
-            enforcement = try EnforcementContext(config: config)
+            enforcement = try EnforcementContext(config: config, refreshesReceipts: refresher != nil)
         } catch let error as ConfigError {
             return rejected(error.diagnostics.map(\.description).joined(separator: "\n"))
         } catch {
             return rejected("\(error)")
+        }
+        if Self.refreshSettings(config.fraudMetric) != startedRefreshSettings {
+            logger.warning("fraudMetric changed: receipt refresh keeps running as started until a restart")
         }
         await gateway.reload(config, enforcement: enforcement)
         admin.update(token: config.admin.token)

@@ -142,6 +142,7 @@ public final class MemoryStore: Store, StoreProvider {
                 riskMetric: key.riskMetric, riskMetricAt: key.riskMetricAt, receiptNotBefore: key.receiptNotBefore,
                 receiptExpiry: key.receiptExpiry, bundleVersion: key.bundleVersion, launchCategory: key.launchCategory)
             if let uid { state.users[uid, default: []].insert(key.keyId) }
+            if let at = key.refreshAt { state.refreshAt[key.keyId] = at }
             return .registered(userKeyCount: state.userCount(uid))
         }
     }

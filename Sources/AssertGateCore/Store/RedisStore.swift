@@ -67,7 +67,7 @@ public final class RedisStore: Store {
         }
         var keys: [RESPArgument] = [Self.keyHash(k), Self.challengeKey(k, attestChallenge)]
         var args: [RESPArgument] = [
-            .string(k),
+            .string(k), key.refreshAt.map { .integer($0) } ?? .string(""),
             "pk", .bytes(key.publicKey), "cnt", "0", "env", .string(key.environment.rawValue),
             "app", .string(key.appId), "created", .integer(key.createdAt), "rev", "0",
         ]
@@ -82,6 +82,7 @@ public final class RedisStore: Store {
         if let v = key.receiptExpiry { args += ["exp", .integer(v)] }
         if let v = key.bundleVersion { args += ["bv", .string(v)] }
         if let v = key.launchCategory { args += ["lc", .bytes(v)] }
+        if key.refreshAt != nil { keys.append(Self.refreshBucket(key.keyId)) }
         return client.evalSHA(RedisStoreScripts.register, keys: keys, arguments: args).flatMapThrowing { reply in
             guard case .array(let a) = reply, a.count == 2, let status = a[0].string, let n = a[1].int64 else {
                 throw Self.unexpected(reply, "register")
@@ -213,7 +214,7 @@ public final class RedisStore: Store {
     /// `ag:rr:<n>`: the schedule is split over a few sorted sets (by the
     /// keyId's first byte) so that on Redis Cluster it spreads over shards.
     static let refreshBuckets = 8
-    private static func refreshBucket(_ keyId: [UInt8]) -> RESPArgument {
+    static func refreshBucket(_ keyId: [UInt8]) -> RESPArgument {
         .string("ag:rr:\(Int(keyId[0]) % refreshBuckets)")
     }
 
@@ -241,18 +242,33 @@ public final class RedisStore: Store {
                 arguments: [.integer(now), .integer(now + lease), .integer(Int64(perBucket))]
             ).flatMapThrowing { reply -> [[UInt8]] in
                 guard case .array(let members) = reply else { throw Self.unexpected(reply, "claim") }
-                // A member that is not a keyId cannot be refreshed: skipped (it stays leased).
-                return members.compactMap { m in
-                    guard let text = m.string, let id = try? Base64.decode(text, maxLength: 64), id.count == 32 else {
-                        return nil
+                var ids: [[UInt8]] = []
+                for m in members {
+                    if let text = m.string, let id = try? Base64.decode(text, maxLength: 64), id.count == 32 {
+                        ids.append(id)
+                    } else if case .bulk(let junk) = m {
+                        // Not a keyId: it could never be refreshed, so it leaves the schedule.
+                        _ = self.client.send("ZREM", .string("ag:rr:\(n)"), .bytes(junk))
                     }
-                    return id
                 }
+                return ids
             }
         }
         // Everything claimed is returned (up to `limit` rounded up to the
         // buckets): a claimed key left out would wait for its lease to pass.
-        return EventLoopFuture.whenAllSucceed(claims, on: eventLoop).map { Array($0.joined()) }
+        // One bucket failing does not lose what the others claimed.
+        return EventLoopFuture.whenAllComplete(claims, on: eventLoop).flatMapThrowing { results in
+            var ids: [[UInt8]] = []
+            var failure: (any Error)?
+            for r in results {
+                switch r {
+                case .success(let part): ids += part
+                case .failure(let e): failure = failure ?? e
+                }
+            }
+            if ids.isEmpty, let failure { throw failure }
+            return ids
+        }
     }
 
     public func receiptRefreshSource(keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshSource?> {

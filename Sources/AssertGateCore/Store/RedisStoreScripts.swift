@@ -44,16 +44,22 @@ enum RedisStoreScripts {
 
     static let commitReasons: [ReasonToken?] = [nil, .unknownKey, .revokedKey, .unknownChallenge, .counterReplay]
 
-    /// KEYS[1] = ag:{K}:key, KEYS[2] = ag:{K}:ch:<c>, KEYS[3] = ag:u:{uid} (optional);
-    /// ARGV[1] = K, ARGV[2..] = field/value pairs. → {'ok'|reason, userKeyCount}.
+    /// KEYS[1] = ag:{K}:key, KEYS[2] = ag:{K}:ch:<c>, then ag:u:{uid} (optional),
+    /// then ag:rr:<n> (only with a refresh time); ARGV[1] = K, ARGV[2] =
+    /// refresh time or '', ARGV[3..] = field/value pairs. → {'ok'|reason, userKeyCount}.
     static let register = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 1 then return {'key-exists', 0} end
         if redis.call('GET', KEYS[2]) ~= 'attest' then return {'unknown-challenge', 0} end
         redis.call('DEL', KEYS[2])
-        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+        redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+        local last = #KEYS
+        if ARGV[2] ~= '' then
+          redis.call('ZADD', KEYS[last], ARGV[2], ARGV[1])
+          last = last - 1
+        end
         local n = 0
-        if KEYS[3] then
+        if last >= 3 then
           redis.call('SADD', KEYS[3], ARGV[1])
           n = redis.call('SCARD', KEYS[3])
         end

@@ -27,8 +27,9 @@ public protocol Store: AnyObject, Sendable {
 
     /// One atomic step: `key-exists` if the keyId is stored (challenge kept);
     /// else the `attest` challenge for this key is consumed (`unknown-challenge`
-    /// if absent), the record is stored with counter 0 and the keyId joins its
-    /// user's set. Answers the user's key count.
+    /// if absent), the record is stored with counter 0, the keyId joins its
+    /// user's set and, with `refreshAt`, the refresh schedule. Answers the
+    /// user's key count.
     func registerKey(_ key: NewKeyRecord, attestChallenge: String) -> EventLoopFuture<RegisterResult>
 
     /// The immutable part of a key (cacheable per worker), or nil if unknown.
@@ -132,6 +133,9 @@ public struct NewKeyRecord: Sendable, Equatable {
     public var bundleVersion: String?
     /// `apple_validation_category_01` bytes, if the attestation carried them.
     public var launchCategory: [UInt8]?
+    /// When set, the key joins the receipt-refresh schedule at this time
+    /// (unix seconds) in the same atomic step that stores it.
+    public var refreshAt: Int64?
 
     public init(
         keyId: [UInt8], publicKey: [UInt8], appId: String, environment: AppEnvironment,

@@ -742,13 +742,15 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         }
         let defaults = try #require(try load(fraud(""), base: dir.path).fraudMetric)
         #expect(defaults.baseURL == "https://data.appattest.apple.com")
+        #expect(defaults.developmentBaseURL == "https://data-development.appattest.apple.com")
         #expect(defaults.refreshEvery == .hours(24))
         #expect(defaults.pollEvery == .seconds(30))
         #expect(defaults.caFile == nil)
         let set = try #require(try load(
-            fraud(", baseURL: https://data-development.appattest.apple.com, refreshEvery: 12h, pollEvery: 5s, caFile: apple-ca.pem"),
+            fraud(", baseURL: https://data-development.appattest.apple.com, developmentBaseURL: https://proxy.internal:8443/, refreshEvery: 12h, pollEvery: 5s, caFile: apple-ca.pem"),
             base: dir.path).fraudMetric)
         #expect(set.baseURL == "https://data-development.appattest.apple.com")
+        #expect(set.developmentBaseURL == "https://proxy.internal:8443")
         #expect(set.refreshEvery == .hours(12))
         #expect(set.pollEvery == .seconds(5))
         #expect(set.caFile == ca)

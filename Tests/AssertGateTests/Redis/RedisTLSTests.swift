@@ -1,5 +1,6 @@
 import AssertGateTestSupport
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
@@ -158,6 +159,41 @@ struct RedisTLSTests {
         #expect(warnings.first?.contains("hostname mismatch") == true, "\(warnings)")
         #expect(warnings.first?.contains("rediss://127.0.0.1:\(server.tlsPort ?? 0)/0") == true, "\(warnings)")
         try await client.shutdown().get()
+        try await group.shutdownGracefully()
+    }
+
+    @Test func aServerThatNeverFinishesTheHandshakeHoldsNoConnectionOpen() async throws {
+        // TCP is accepted, the ClientHello is swallowed: every attempt must be
+        // closed at connectTimeout, not left open while the next one starts.
+        let pki = try await TestPKI.shared.value
+        let counts = NIOLockedValueBox((opened: 0, closed: 0))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let silent = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                counts.withLockedValue { $0.opened += 1 }
+                channel.closeFuture.whenComplete { _ in counts.withLockedValue { $0.closed += 1 } }
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        var redis = RedisConfig()
+        redis.url = "rediss://127.0.0.1:\(silent.localAddress?.port ?? 0)/0"
+        redis.tls = files(pki)
+        redis.connectTimeout = .milliseconds(150)
+        var configuration = try RedisClientConfiguration(redis)
+        configuration.backoffBase = .milliseconds(5)
+        configuration.backoffMax = .milliseconds(10)
+        let client = RedisClient(configuration: configuration, eventLoop: group.next())
+        let deadline = NIODeadline.now() + .seconds(20)
+        while counts.withLockedValue({ $0.opened }) < 5 {
+            _ = try? await client.send("PING").get()
+            guard NIODeadline.now() < deadline else { break }
+        }
+        let (opened, closed) = counts.withLockedValue { ($0.opened, $0.closed) }
+        #expect(opened >= 5)
+        // At most the attempt in progress (and one being replaced) is open.
+        #expect(opened - closed <= 2, "opened \(opened), closed \(closed)")
+        try await client.shutdown().get()
+        try await silent.close()
         try await group.shutdownGracefully()
     }
 

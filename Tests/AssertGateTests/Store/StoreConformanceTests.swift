@@ -253,6 +253,16 @@ struct StoreConformanceTests {
             await #expect(throws: StoreError.invalidArgument("keyId must be 32 bytes")) {
                 try await s.scheduleReceiptRefresh(keyId: [1, 2], at: 1).get()
             }
+            // Registration can put the key on the schedule in the same step.
+            var key = Fixtures.newKey(userId: "u-\(backend)")
+            key.refreshAt = 20_000
+            _ = try await Fixtures.register(key, in: s)
+            var unscheduled = Fixtures.newKey()
+            unscheduled.refreshAt = nil
+            _ = try await Fixtures.register(unscheduled, in: s)
+            #expect(try await s.claimDueReceiptRefreshes(now: 30_000, lease: 10, limit: 100).get().contains(key.keyId))
+            #expect(try await s.claimDueReceiptRefreshes(now: 30_000, lease: 10, limit: 100).get().isEmpty)
+            #expect(try await s.keyRecord(keyId: key.keyId).get()?.userId == "u-\(backend)")
         }
     }
 

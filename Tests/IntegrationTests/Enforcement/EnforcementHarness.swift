@@ -89,7 +89,7 @@ final class EnforcementHarness: @unchecked Sendable {
             fraudMetric = """
                 fraudMetric:
                   {teamId: \(teamId), keyId: \(deviceCheckKeyId), privateKey: {file: \(keyPath)},
-                   baseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), pollEvery: 50ms, refreshEvery: 1h}
+                   baseURL: "\(server.baseURL)", developmentBaseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), pollEvery: 50ms, refreshEvery: 1h}
 
                 """
         }
