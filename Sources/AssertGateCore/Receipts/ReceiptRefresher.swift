@@ -98,9 +98,38 @@ final class ReceiptRefresher: @unchecked Sendable {
         self.clock = clock
     }
 
-    /// Polls now and then every `pollEvery`.
+    /// Puts keys attested before refresh was enabled on the schedule (spread
+    /// over `refreshEvery`), then polls now and every `pollEvery`.
     func start() {
-        eventLoop.execute { self.poll() }
+        eventLoop.execute {
+            self.poll()
+            self.backfill().whenComplete { result in
+                switch result {
+                case .success(let added) where added > 0:
+                    self.logger.info("receipt refresh: keys attested earlier put on the schedule", metadata: ["keys": "\(added)"])
+                case .success:
+                    break
+                case .failure(let error):
+                    self.logger.warning("receipt refresh: could not walk the stored keys", metadata: ["reason": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// Walks every stored key once, a step at a time, scheduling the ones
+    /// without a schedule entry; answers how many it added.
+    func backfill(step: Int = 500) -> EventLoopFuture<Int> {
+        backfillStep(cursor: nil, total: 0, step: step)
+    }
+
+    private func backfillStep(cursor: String?, total: Int, step: Int) -> EventLoopFuture<Int> {
+        guard !stopped else { return eventLoop.makeSucceededFuture(total) }
+        return store.scheduleUnscheduledKeys(
+            cursor: cursor, at: clock(), spread: max(1, settings.refreshEvery), count: step
+        ).hop(to: eventLoop).flatMap { next, added in
+            guard let next else { return self.eventLoop.makeSucceededFuture(total + added) }
+            return self.backfillStep(cursor: next, total: total + added, step: step)
+        }
     }
 
     /// No new poll starts and no further key of a batch is begun; completes

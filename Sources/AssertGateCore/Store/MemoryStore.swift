@@ -245,6 +245,20 @@ public final class MemoryStore: Store, StoreProvider {
         }
     }
 
+    public func scheduleUnscheduledKeys(cursor: String?, at: Int64, spread: Int64, count: Int)
+        -> EventLoopFuture<(cursor: String?, added: Int)>
+    {
+        answer { state, _ in
+            // One pass: the whole table is in memory.
+            var added = 0
+            for keyId in state.keys.keys where state.refreshAt[keyId] == nil {
+                state.refreshAt[keyId] = at + (spread > 0 ? Int64.random(in: 0..<spread) : 0)
+                added += 1
+            }
+            return (nil, added)
+        }
+    }
+
     /// The scheduled refresh time of a key (for tests).
     func receiptRefreshTime(keyId: [UInt8]) -> Int64? {
         state.withLockedValue { $0.refreshAt[keyId] }

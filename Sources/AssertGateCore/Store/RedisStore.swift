@@ -271,6 +271,28 @@ public final class RedisStore: Store {
         }
     }
 
+    public func scheduleUnscheduledKeys(cursor: String?, at: Int64, spread: Int64, count: Int)
+        -> EventLoopFuture<(cursor: String?, added: Int)>
+    {
+        client.send("SCAN", .string(cursor ?? "0"), "MATCH", "ag:{*}:key", "COUNT", .integer(Int64(max(1, count))))
+            .flatMap { reply -> EventLoopFuture<(cursor: String?, added: Int)> in
+                guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].string,
+                    case .array(let names) = parts[1]
+                else { return self.failed(Self.unexpected(reply, "SCAN")) }
+                let nextCursor = next == "0" ? nil : next
+                // ZADD NX: a key already on the schedule keeps its time.
+                let adds = names.compactMap { name -> EventLoopFuture<Int>? in
+                    guard let text = name.string, text.hasPrefix("ag:{"), text.hasSuffix("}:key") else { return nil }
+                    let k = String(text.dropFirst(4).dropLast(5))
+                    guard let keyId = try? Base64.decode(k, maxLength: 64), keyId.count == 32 else { return nil }
+                    let when = at + (spread > 0 ? Int64.random(in: 0..<spread) : 0)
+                    return self.client.send("ZADD", Self.refreshBucket(keyId), "NX", .integer(when), .string(k))
+                        .map { Int($0.int64 ?? 0) }
+                }
+                return EventLoopFuture.whenAllSucceed(adds, on: self.eventLoop).map { (nextCursor, $0.reduce(0, +)) }
+            }
+    }
+
     public func receiptRefreshSource(keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshSource?> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }

@@ -79,6 +79,15 @@ public protocol Store: AnyObject, Sendable {
     /// What refreshing the key needs, or nil if the key is unknown.
     func receiptRefreshSource(keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshSource?>
 
+    /// One step of a walk over all stored keys that puts every key without a
+    /// schedule entry on the schedule, at `at` plus a random part of `spread`
+    /// seconds (keys already scheduled keep their time). For keys attested
+    /// before receipt refresh was enabled; one without a receipt is dropped
+    /// when it comes due. `cursor` nil starts the walk; the
+    /// answer's cursor is nil when it is complete.
+    func scheduleUnscheduledKeys(cursor: String?, at: Int64, spread: Int64, count: Int)
+        -> EventLoopFuture<(cursor: String?, added: Int)>
+
     /// Succeeds when the store can answer (for `/readyz`).
     func ping() -> EventLoopFuture<Void>
 }
