@@ -1,3 +1,4 @@
+import AssertGateTestSupport
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import AssertGateTestSupport
 import AssertGateCore
 import Foundation
 import Testing

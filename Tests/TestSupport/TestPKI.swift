@@ -48,26 +48,10 @@ public struct TestPKI: Sendable {
             clientCertificate: path("client.crt"), clientKey: path("client.key"), otherCACertificate: path("other-ca.crt"))
     }
 
-    /// `openssl` bounded by `timeout`; the exit is awaited through the
-    /// termination handler, so no cooperative-pool thread blocks on it.
     private static func openssl(_ arguments: [String]) async throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        p.arguments = ["-k", "5", "60", "openssl"] + arguments
-        p.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        p.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        p.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            p.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try p.run()
-            } catch {
-                p.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        guard status == 0 else {
-            throw Failure(description: "openssl \(arguments.prefix(2).joined(separator: " ")) exited \(status)")
+        let result = try await Run.tool("openssl", arguments)
+        guard result.status == 0 else {
+            throw Failure(description: "openssl \(arguments.prefix(2).joined(separator: " ")) failed: \(result.stderr)")
         }
     }
 }

@@ -39,16 +39,9 @@ public final class TLSClientContext: @unchecked Sendable {
     private static func makeContext(
         caFile: String?, certificatePath: String?, privateKeyPath: String?
     ) throws(TLSConfigurationError) -> OpaquePointer {
-        OpenSSLErrorQueue.clear()
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw .contextCreation(reason: OpenSSLErrorQueue.drain())
-        }
+        let context = try TLSServerContext.newContext(TLS_client_method())
         var success = false
         defer { if !success { SSL_CTX_free(context) } }
-
-        guard CAssertGate_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
-            throw .setting(name: "minimum protocol version TLS 1.2", reason: OpenSSLErrorQueue.drain())
-        }
         SSL_CTX_set_options(context, CAssertGate_SSL_OP_NO_COMPRESSION() | CAssertGate_SSL_OP_NO_RENEGOTIATION())
         _ = CAssertGate_SSL_CTX_set_mode(context, CAssertGate_SSL_MODE_RELEASE_BUFFERS())
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)

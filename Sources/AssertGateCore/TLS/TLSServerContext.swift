@@ -65,16 +65,9 @@ public final class TLSServerContext: @unchecked Sendable {
         certificatePath: String,
         privateKeyPath: String
     ) throws(TLSConfigurationError) -> OpaquePointer {
-        OpenSSLErrorQueue.clear()
-        guard let context = SSL_CTX_new(TLS_server_method()) else {
-            throw .contextCreation(reason: OpenSSLErrorQueue.drain())
-        }
+        let context = try newContext(TLS_server_method())
         var success = false
         defer { if !success { SSL_CTX_free(context) } }
-
-        guard CAssertGate_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
-            throw .setting(name: "minimum protocol version TLS 1.2", reason: OpenSSLErrorQueue.drain())
-        }
         SSL_CTX_set_options(
             context,
             CAssertGate_SSL_OP_NO_TICKET() | CAssertGate_SSL_OP_NO_COMPRESSION()
@@ -97,6 +90,20 @@ public final class TLSServerContext: @unchecked Sendable {
                 reason: OpenSSLErrorQueue.drain())
         }
         success = true
+        return context
+    }
+
+    /// A new `SSL_CTX` for `method` with the project's floor, TLS 1.2 (both
+    /// sides); freed here if that cannot be set, else owned by the caller.
+    static func newContext(_ method: OpaquePointer?) throws(TLSConfigurationError) -> OpaquePointer {
+        OpenSSLErrorQueue.clear()
+        guard let context = SSL_CTX_new(method) else {
+            throw .contextCreation(reason: OpenSSLErrorQueue.drain())
+        }
+        guard CAssertGate_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
+            SSL_CTX_free(context)
+            throw .setting(name: "minimum protocol version TLS 1.2", reason: OpenSSLErrorQueue.drain())
+        }
         return context
     }
 

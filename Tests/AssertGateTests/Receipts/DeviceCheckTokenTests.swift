@@ -19,32 +19,19 @@ import Verifier
         #expect(DeviceCheckToken.rawSignature(fromDER: wide) == nil)
     }
 
-    /// A PKCS#8 PEM EC key on `curve`, made by the openssl CLI.
-    private func generatedKey(curve: String) throws -> String {
-        let path = NSTemporaryDirectory() + "assertgate-dct-\(UUID().uuidString).pem"
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(curve)", "-out", path]
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        return try String(contentsOfFile: path, encoding: .utf8)
-    }
-
     @Test func onlyAnUnencryptedP256KeyIsAccepted() throws {
         #expect(throws: DeviceCheckToken.KeyError.self) {
             _ = try DeviceCheckToken(pem: "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n", teamId: "T", keyId: "K")
         }
         #expect(throws: DeviceCheckToken.KeyError.notP256) {
-            _ = try DeviceCheckToken(pem: try generatedKey(curve: "P-384"), teamId: "T", keyId: "K")
+            _ = try DeviceCheckToken(pem: try TestKeys.ecPrivateKeyPEM(curve: "P-384"), teamId: "T", keyId: "K")
         }
-        _ = try DeviceCheckToken(pem: try generatedKey(curve: "P-256"), teamId: "T", keyId: "K")
+        _ = try DeviceCheckToken(pem: try TestKeys.ecPrivateKeyPEM(), teamId: "T", keyId: "K")
     }
 
     @Test func aTokenIsReusedUntilItIsOld() throws {
         let token = try DeviceCheckToken(
-            pem: try generatedKey(curve: "P-256"), teamId: "ABCDE12345", keyId: "XYZ1234567", reuseFor: 1200)
+            pem: try TestKeys.ecPrivateKeyPEM(), teamId: "ABCDE12345", keyId: "XYZ1234567", reuseFor: 1200)
         let first = try #require(token.token(now: 1_000_000))
         #expect(token.token(now: 1_000_000 + 1199) == first)
         let second = try #require(token.token(now: 1_000_000 + 1200))

@@ -11,15 +11,7 @@ import Verifier
 /// when the refresher starts: every store backend, walked a step at a time.
 @Suite(.serialized) struct ReceiptBackfillTests {
     private func refresher(on store: any Store) throws -> (ReceiptRefresher, NIOThreadPool) {
-        let keyPath = NSTemporaryDirectory() + "assertgate-bf-\(UUID().uuidString).pem"
-        defer { try? FileManager.default.removeItem(atPath: keyPath) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyPath]
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        let token = try DeviceCheckToken(pem: try String(contentsOfFile: keyPath, encoding: .utf8), teamId: "T", keyId: "K")
+        let token = try DeviceCheckToken(pem: try TestKeys.ecPrivateKeyPEM(), teamId: "T", keyId: "K")
         let tls = try TLSClientContext(caFile: nil, certificatePath: nil, privateKeyPath: nil)
         // Never contacted: backfill only touches the store.
         let apple = try #require(AppleDataClient(baseURL: "https://127.0.0.1:1", tls: tls))
