@@ -15,6 +15,9 @@ public final class GatewayServer: Sendable {
     private let admin: AdminServer
     private let stores: any StoreProvider
     private let refresher: ReceiptRefresher?
+    /// The refresher's own thread: TLS handshakes with Apple and receipt
+    /// parsing never run on a worker loop that serves requests.
+    private let refresherGroup: MultiThreadedEventLoopGroup?
     private let startedRefreshSettings: [String]
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
@@ -60,13 +63,15 @@ public final class GatewayServer: Sendable {
             throw StartError(description: "store: \(error)")
         }
         let refresher: ReceiptRefresher?
+        let refresherGroup = config.fraudMetric.map { _ in MultiThreadedEventLoopGroup(numberOfThreads: 1) }
         do {
             refresher = try config.fraudMetric.map { fraud in
                 try Self.makeRefresher(
-                    fraud, enforcement: enforcement, loop: group.next(), stores: stores, threadPool: threadPool,
-                    metrics: metrics, logger: logger)
+                    fraud, enforcement: enforcement, loop: refresherGroup?.next() ?? group.next(),
+                    store: stores.store(for: group.next()), threadPool: threadPool, metrics: metrics, logger: logger)
             }
         } catch {
+            try? await refresherGroup?.shutdownGracefully()
             try? await stores.shutdown().get()
             try? await threadPool.shutdownGracefully()
             try? await group.shutdownGracefully()
@@ -88,6 +93,7 @@ public final class GatewayServer: Sendable {
         do {
             ports = try await gateway.start()
         } catch {
+            try? await refresherGroup?.shutdownGracefully()
             try? await stores.shutdown().get()
             try? await threadPool.shutdownGracefully()
             try? await group.shutdownGracefully()
@@ -116,6 +122,7 @@ public final class GatewayServer: Sendable {
                 actions: actions, group: group, logger: logger)
         } catch {
             await gateway.shutdown(deadline: .now())
+            try? await refresherGroup?.shutdownGracefully()
             try? await stores.shutdown().get()
             try? await threadPool.shutdownGracefully()
             try? await group.shutdownGracefully()
@@ -123,7 +130,7 @@ public final class GatewayServer: Sendable {
         }
         let server = GatewayServer(
             configPath: configPath, ports: ports, adminPort: admin.port, metrics: metrics, gateway: gateway,
-            admin: admin, stores: stores, refresher: refresher,
+            admin: admin, stores: stores, refresher: refresher, refresherGroup: refresherGroup,
             startedRefreshSettings: Self.refreshSettings(config.fraudMetric), group: group, threadPool: threadPool,
             logger: logger)
         serverBox.withLockedValue { $0 = server }
@@ -132,7 +139,7 @@ public final class GatewayServer: Sendable {
     }
 
     private static func makeRefresher(
-        _ fraud: FraudMetricConfig, enforcement: EnforcementContext, loop: EventLoop, stores: any StoreProvider,
+        _ fraud: FraudMetricConfig, enforcement: EnforcementContext, loop: EventLoop, store: any Store,
         threadPool: NIOThreadPool, metrics: GatewayMetrics, logger: Logger
     ) throws -> ReceiptRefresher {
         let tls: TLSClientContext
@@ -156,7 +163,7 @@ public final class GatewayServer: Sendable {
         let settings = ReceiptRefresher.Settings(
             pollEvery: fraud.pollEvery, refreshEvery: fraud.refreshEvery.nanoseconds / 1_000_000_000)
         return ReceiptRefresher(
-            eventLoop: loop, store: stores.store(for: loop), production: production, development: development,
+            eventLoop: loop, store: store, production: production, development: development,
             token: token,
             anchors: enforcement.verifier.receiptAnchors, clockSkew: enforcement.verifier.clockSkewSeconds,
             settings: settings, threadPool: threadPool, metrics: metrics, logger: logger)
@@ -173,11 +180,13 @@ public final class GatewayServer: Sendable {
 
     private init(
         configPath: String, ports: [Int], adminPort: Int, metrics: GatewayMetrics, gateway: Gateway,
-        admin: AdminServer, stores: any StoreProvider, refresher: ReceiptRefresher?, startedRefreshSettings: [String],
+        admin: AdminServer, stores: any StoreProvider, refresher: ReceiptRefresher?,
+        refresherGroup: MultiThreadedEventLoopGroup?, startedRefreshSettings: [String],
         group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool, logger: Logger
     ) {
         self.refresher = refresher
+        self.refresherGroup = refresherGroup
         self.startedRefreshSettings = startedRefreshSettings
         self.configPath = configPath
         self.ports = ports
@@ -225,6 +234,7 @@ public final class GatewayServer: Sendable {
     public func shutdown(drain: TimeAmount) async {
         logger.info("shutting down", metadata: ["drainSeconds": "\(drain.nanoseconds / 1_000_000_000)"])
         try? await refresher?.stop().get()
+        try? await refresherGroup?.shutdownGracefully()
         await gateway.shutdown(deadline: .now() + drain)
         try? await admin.close()
         try? await stores.shutdown().get()
