@@ -8,7 +8,8 @@ import Darwin
 #endif
 
 /// `assertgate check-config FILE`: 0 valid (resolved config on stdout),
-/// 1 invalid (one `file:line: message` per error on stderr), 2 usage error.
+/// 1 invalid (one `file:line: message` per error on stderr, or `file: message`
+/// for a named file that does not load), 2 usage error.
 struct CheckConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
@@ -18,17 +19,24 @@ struct CheckConfigCommand: ParsableCommand {
     var file: String
 
     func run() throws {
+        let config: GatewayConfig
         do {
-            let config = try ConfigLoader.load(path: file)
-            print(ConfigSummary.render(config), terminator: "")
-            for warning in config.warnings { print("warning: \(warning)") }
-            print("\(file): OK")
+            config = try ConfigLoader.load(path: file)
         } catch {
             for d in error.diagnostics {
                 writeStderr(d.description + "\n")
             }
             throw ExitCode(1)
         }
+        // The files it names must also load (keys match certificates, PEMs parse).
+        let problems = ConfigMaterials.problems(config)
+        guard problems.isEmpty else {
+            for problem in problems { writeStderr("\(file): \(problem)\n") }
+            throw ExitCode(1)
+        }
+        print(ConfigSummary.render(config), terminator: "")
+        for warning in config.warnings { print("warning: \(warning)") }
+        print("\(file): OK")
     }
 }
 
