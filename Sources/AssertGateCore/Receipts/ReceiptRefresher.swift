@@ -167,18 +167,18 @@ final class ReceiptRefresher: @unchecked Sendable {
             }
         inFlight = batch.map { _ in () }.recover { _ in () }
         batch.whenComplete { result in
-                self.polling = false
-                self.inFlight = nil
-                switch result {
-                case .success(let claimed) where claimed >= self.settings.batch:
-                    self.scheduleNextPoll(after: .zero)
-                case .success:
-                    self.scheduleNextPoll(after: self.settings.pollEvery)
-                case .failure(let error):
-                    self.logger.warning("receipt refresh: cannot read the schedule", metadata: ["reason": "\(error)"])
-                    self.scheduleNextPoll(after: self.settings.pollEvery)
-                }
+            self.polling = false
+            self.inFlight = nil
+            switch result {
+            case .success(let claimed) where claimed >= self.settings.batch:
+                self.scheduleNextPoll(after: .zero)
+            case .success:
+                self.scheduleNextPoll(after: self.settings.pollEvery)
+            case .failure(let error):
+                self.logger.warning("receipt refresh: cannot read the schedule", metadata: ["reason": "\(error)"])
+                self.scheduleNextPoll(after: self.settings.pollEvery)
             }
+        }
     }
 
     /// `concurrency` lanes, each refreshing its share of `keys` one after another.
