@@ -62,20 +62,24 @@ public final class GatewayServer: Sendable {
             try? await group.shutdownGracefully()
             throw StartError(description: "store: \(error)")
         }
-        let refresher: ReceiptRefresher?
         let refresherGroup = config.fraudMetric.map { _ in MultiThreadedEventLoopGroup(numberOfThreads: 1) }
-        do {
-            refresher = try config.fraudMetric.map { fraud in
-                try Self.makeRefresher(
-                    fraud, enforcement: enforcement, loop: refresherGroup?.next() ?? group.next(),
-                    store: stores.store(for: group.next()), threadPool: threadPool, metrics: metrics, logger: logger)
-            }
-        } catch {
+        /// Everything started so far, released when a later step fails.
+        func releaseAll() async {
             try? await refresherGroup?.shutdownGracefully()
             try? await stores.shutdown().get()
             try? await threadPool.shutdownGracefully()
             try? await group.shutdownGracefully()
-            throw StartError(description: "\(error)")
+        }
+        var refresher: ReceiptRefresher?
+        if let fraud = config.fraudMetric, let refresherGroup {
+            do {
+                refresher = try Self.makeRefresher(
+                    fraud, enforcement: enforcement, loop: refresherGroup.next(),
+                    store: stores.store(for: group.next()), threadPool: threadPool, metrics: metrics, logger: logger)
+            } catch {
+                await releaseAll()
+                throw StartError(description: "\(error)")
+            }
         }
         let challengeLimiter = SharedPeerRateLimiter(rate: config.attestation.challengeRate)
         let hooks = GatewayHooks(
@@ -93,10 +97,7 @@ public final class GatewayServer: Sendable {
         do {
             ports = try await gateway.start()
         } catch {
-            try? await refresherGroup?.shutdownGracefully()
-            try? await stores.shutdown().get()
-            try? await threadPool.shutdownGracefully()
-            try? await group.shutdownGracefully()
+            await releaseAll()
             throw StartError(description: "cannot start listeners: \(error)")
         }
         let serverBox = NIOLockedValueBox<GatewayServer?>(nil)
@@ -122,10 +123,7 @@ public final class GatewayServer: Sendable {
                 actions: actions, group: group, logger: logger)
         } catch {
             await gateway.shutdown(deadline: .now())
-            try? await refresherGroup?.shutdownGracefully()
-            try? await stores.shutdown().get()
-            try? await threadPool.shutdownGracefully()
-            try? await group.shutdownGracefully()
+            await releaseAll()
             throw StartError(description: "cannot start the admin listener on \(config.admin.address): \(error)")
         }
         let server = GatewayServer(

@@ -26,8 +26,7 @@ import Testing
             let input = directory.path("input.txt")
             try "ping\n".write(toFile: input, atomically: true, encoding: .utf8)
             let result = try await TLSTestSupport.run(
-                "openssl", ["s_client", "-connect", "127.0.0.1:\(server.port)", "-alpn", "h2", "-servername", "localhost"],
-                in: directory, stdinFile: input)
+                "openssl", ["s_client", "-connect", "127.0.0.1:\(server.port)", "-alpn", "h2", "-servername", "localhost"], stdinFile: input)
 
             #expect(result.stdout.contains("ALPN protocol: h2"), "s_client output:\n\(result.stdout)\n\(result.stderr)")
             #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "h2"))
@@ -44,8 +43,7 @@ import Testing
         let events = ServerEvents()
         try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
             let result = try await TLSTestSupport.run(
-                "curl", ["-sS", "-k", "--http1.1", "--max-time", "30", "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/"],
-                in: directory)
+                "curl", ["-sS", "-k", "--http1.1", "--max-time", "30", "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/"])
             #expect(result.status == 0, "curl failed: \(result.stderr)")
             #expect(result.stdout == "hello\n1.1")
             #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
@@ -64,8 +62,7 @@ import Testing
                 "curl", [
                     "-sS", "-k", "--http1.1", "--tlsv\(version)", "--tls-max", version, "--max-time", "30",
                     "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/",
-                ],
-                in: directory)
+                ])
             #expect(result.status == 0, "curl failed: \(result.stderr)")
             #expect(result.stdout == "hello\n1.1")
             #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
@@ -78,8 +75,7 @@ import Testing
         let events = ServerEvents()
         try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
             let result = try await TLSTestSupport.run(
-                "curl", ["-sS", "-k", "--tlsv1.0", "--tls-max", "1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"],
-                in: directory)
+                "curl", ["-sS", "-k", "--tlsv1.0", "--tls-max", "1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"])
             #expect(result.status != 0)
             #expect(result.stdout.isEmpty)
             // The server's protocol_version alert reached the client before the close.
@@ -96,7 +92,7 @@ import Testing
             // The responder only speaks HTTP/1.1, so curl's request fails after
             // the preface; what matters is ALPN and that the preface decrypts.
             _ = try await TLSTestSupport.run(
-                "curl", ["-sS", "-k", "--http2", "--max-time", "30", "https://127.0.0.1:\(server.port)/"], in: directory)
+                "curl", ["-sS", "-k", "--http2", "--max-time", "30", "https://127.0.0.1:\(server.port)/"])
             #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "h2"))
             #expect(try await events.next("preface") { $0 == .http2Preface } == .http2Preface)
         }
@@ -108,8 +104,7 @@ import Testing
         let events = ServerEvents()
         try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events) }) { server in
             let result = try await TLSTestSupport.run(
-                "curl", ["-sS", "-k", "--http2", "--max-time", "30", "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/"],
-                in: directory)
+                "curl", ["-sS", "-k", "--http2", "--max-time", "30", "-w", "\n%{http_version}", "https://127.0.0.1:\(server.port)/"])
             #expect(result.status == 0, "curl failed: \(result.stderr)")
             #expect(result.stdout == "hello\n1.1")
             #expect(try await events.next("handshake") { if case .handshake = $0 { true } else { false } } == .handshake(alpn: "http/1.1"))
@@ -124,8 +119,7 @@ import Testing
         try await TLSTestServer.with(context: context, application: { MiniHTTPResponder(events: events, payload: payload) }) { server in
             let output = directory.path("download.bin")
             let result = try await TLSTestSupport.run(
-                "curl", ["-sS", "-k", "--http1.1", "--max-time", "120", "-o", output, "https://127.0.0.1:\(server.port)/big"],
-                in: directory, timeout: 150)
+                "curl", ["-sS", "-k", "--http1.1", "--max-time", "120", "-o", output, "https://127.0.0.1:\(server.port)/big"], timeout: 150)
             #expect(result.status == 0, "curl failed: \(result.stderr)")
             let received = try Data(contentsOf: URL(fileURLWithPath: output))
             var expected = TLSTestSupport.Checksum()
@@ -154,8 +148,7 @@ import Testing
                 "curl", [
                     "-sS", "-k", "--http1.1", "--max-time", "120", "-H", "Expect:", "-H", "Content-Type: application/octet-stream",
                     "--data-binary", "@\(input)", "https://127.0.0.1:\(server.port)/upload",
-                ],
-                in: directory, timeout: 150)
+                ], timeout: 150)
             #expect(result.status == 0, "curl failed: \(result.stderr)")
             #expect(result.stdout == "\(Self.largeSize) \(expected.hex)")
             #expect(
@@ -195,7 +188,7 @@ import Testing
             #expect(try await events.next("server-side close") { $0 == .closed } == .closed)
 
             let result = try await TLSTestSupport.run(
-                "curl", ["-sS", "-k", "--http1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"], in: directory)
+                "curl", ["-sS", "-k", "--http1.1", "--max-time", "30", "https://127.0.0.1:\(server.port)/"])
             #expect(result.status == 0, "curl after garbage failed: \(result.stderr)")
             #expect(result.stdout == "hello")
         }

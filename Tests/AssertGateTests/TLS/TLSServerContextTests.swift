@@ -46,7 +46,7 @@ import Testing
         let files = try await TLSTestSupport.makeCertificate(in: directory)
         let encrypted = directory.path("encrypted.key")
         let result = try await TLSTestSupport.run(
-            "openssl", ["pkey", "-in", files.key, "-aes256", "-passout", "pass:secret", "-out", encrypted], in: directory)
+            "openssl", ["pkey", "-in", files.key, "-aes256", "-passout", "pass:secret", "-out", encrypted])
         try #require(result.status == 0, "openssl pkey failed: \(result.stderr)")
         #expect {
             try TLSServerContext(certificatePath: files.certificate, privateKeyPath: encrypted)

@@ -1,3 +1,4 @@
+import AssertGateTestSupport
 import AssertGateCore
 import Foundation
 import NIOCore
@@ -56,73 +57,24 @@ enum TLSTestSupport {
             ["req", "-x509"] + keyType.newkeyArguments + [
                 "-nodes", "-keyout", key, "-out", certificate, "-days", "1",
                 "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            ],
-            in: directory)
+            ])
         guard result.status == 0 else {
             throw Failure(description: "openssl req failed (\(result.status)): \(result.stderr)")
         }
         return (certificate, key)
     }
 
-    struct ProcessResult: Sendable {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
-
-    /// Runs an executable found on PATH with stdin from `stdinFile` (or
-    /// /dev/null), killing it after `timeout` seconds. Output goes through
-    /// files so a chatty child can never block on a full pipe.
+    /// Runs a tool through the shared `Run.tool` (bounded by `timeout`) with
+    /// stdin from `stdinFile` (or /dev/null).
     static func run(
         _ executable: String,
         _ arguments: [String],
-        in directory: TemporaryDirectory,
         stdinFile: String? = nil,
         timeout: Double = 60
-    ) async throws -> ProcessResult {
-        let tag = UUID().uuidString
-        let stdoutPath = directory.path("\(tag).out")
-        let stderrPath = directory.path("\(tag).err")
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        let stdoutHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        let stderrHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        let stdinHandle =
-            try stdinFile.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: $0)) }
-            ?? FileHandle(forReadingAtPath: "/dev/null")
-        defer {
-            try? stdoutHandle.close()
-            try? stderrHandle.close()
-            try? stdinHandle?.close()
-        }
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [executable] + arguments
-        process.standardOutput = stdoutHandle
-        process.standardError = stderrHandle
-        process.standardInput = stdinHandle
-
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { finished in
-                continuation.resume(returning: finished.terminationStatus)
-            }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-                return
-            }
-            let pid = process.processIdentifier
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-                // Deadline for an external process: kill only our own child.
-                if process.isRunning { kill(pid, SIGKILL) }
-            }
-        }
-        let stdout = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
-        let stderr = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-        return ProcessResult(status: status, stdout: stdout, stderr: stderr)
+    ) async throws -> AssertGateTestSupport.ProcessResult {
+        let stdin = try stdinFile.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: $0)) }
+        defer { try? stdin?.close() }
+        return try await Run.tool(executable, arguments, stdin: stdin, timeout: timeout)
     }
 
     /// Deterministic pseudo-random payload (no RNG: failures must reproduce).
