@@ -67,7 +67,8 @@ struct StoreBench {
             config.tls = try TLSClientContext(
                 caFile: dir + "/ca.crt", certificatePath: dir + "/client.crt", privateKeyPath: dir + "/client.key")
         }
-        let store = RedisStore(configuration: config, eventLoop: loop)
+        let client = RedisClient(configuration: config, eventLoop: loop, scripts: RedisStore.scripts)
+        let store = RedisStore(redis: client)
         let sha = RedisStore.commitScriptSHA1
 
         // Key ids for our side, and the same number of keys for redis-benchmark's
@@ -79,15 +80,15 @@ struct StoreBench {
             end
             return 1
             """
-        _ = try await store.client.send("EVAL", .string(populateBench), "0", .integer(Int64(o.keys))).get()
+        _ = try await client.send("EVAL", .string(populateBench), "0", .integer(Int64(o.keys))).get()
         print("populated \(o.keys) keys for each side; commit script sha \(sha)")
 
         var ours: [Double] = []
         var theirs: [Double] = []
         for round in 1...o.rounds {
-            _ = try await store.client.send("CONFIG", "RESETSTAT").get()
+            _ = try await client.send("CONFIG", "RESETSTAT").get()
             let r = try await runOurs(store: store, keys: keys, inflight: o.inflight, seconds: o.seconds)
-            let stats = try await store.client.send("INFO", "commandstats").get().string ?? ""
+            let stats = try await client.send("INFO", "commandstats").get().string ?? ""
             let evalsha = commandCalls(stats, "evalsha")
             let hmget = commandCalls(stats, "hmget")
             print(String(format: "round %d  RedisStore    %10.0f commits/s  (%d commits incl. warm-up, %d errors; INFO commandstats: evalsha calls=%d, hmget calls=%d → %@)",

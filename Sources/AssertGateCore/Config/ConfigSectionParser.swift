@@ -295,7 +295,7 @@ struct ConfigSectionParser {
         var redis = RedisConfig()
         guard let rnode = view.entries["redis"]?.value, !rnode.isNull else { return .redis(redis) }
         guard let rv = reader.mapping(rnode, path: "store.redis", allowed: [
-            "url", "connectTimeout", "commandTimeout", "connectionsPerWorker", "tls",
+            "url", "cluster", "connectTimeout", "commandTimeout", "connectionsPerWorker", "tls",
         ]) else { return .redis(redis) }
         var parsedURL: RedisURL?
         if let url = reader.string(rv, "url"), let unode = rv["url"] {
@@ -305,6 +305,12 @@ struct ConfigSectionParser {
                 parsedURL = parsed
             case .failure(let e): reader.error(at: unode, "store.redis.url: \(e.message)")
             }
+        }
+        if let cnode = rv["cluster"] {
+            if rv["url"] != nil {
+                reader.error(at: cnode, "store.redis: give either 'url' (one server) or 'cluster' (seed nodes), not both")
+            }
+            parsedURL = parseClusterSeeds(cnode, into: &redis)
         }
         if let tnode = rv["tls"],
             let tv = reader.mapping(tnode, path: "store.redis.tls", allowed: ["caFile", "certificate", "privateKey", "serverName"])
@@ -332,6 +338,38 @@ struct ConfigSectionParser {
         if let t = reader.duration(rv, "commandTimeout") { redis.commandTimeout = t }
         if let n = reader.int(rv, "connectionsPerWorker", min: 1, max: 64) { redis.connectionsPerWorker = n }
         return .redis(redis)
+    }
+
+    /// `store.redis.cluster`: seed node URLs, all of one scheme and one set
+    /// of credentials (the other nodes are found through them and get the
+    /// same), database 0 (a cluster has no other). → the first seed.
+    private func parseClusterSeeds(_ node: Node, into redis: inout RedisConfig) -> RedisURL? {
+        let path = "store.redis.cluster"
+        guard let items = reader.sequence(node, path: path) else { return nil }
+        guard !items.isEmpty else {
+            reader.error(at: node, "\(path): give at least one seed node URL")
+            return nil
+        }
+        var seeds: [(String, RedisURL)] = []
+        for (i, item) in items.enumerated() {
+            guard let text = reader.scalarString(item, path: "\(path)[\(i)]", what: "a redis:// URL") else { continue }
+            switch RedisURL.parse(text) {
+            case .success(let url):
+                if url.database != 0 {
+                    reader.error(at: item, "\(path)[\(i)]: a cluster has only database 0")
+                } else if let first = seeds.first?.1,
+                    first.tls != url.tls || first.username != url.username || first.password != url.password
+                {
+                    reader.error(at: item, "\(path)[\(i)]: every seed needs the same scheme and credentials as the first")
+                } else {
+                    seeds.append((text, url))
+                }
+            case .failure(let e):
+                reader.error(at: item, "\(path)[\(i)]: \(e.message)")
+            }
+        }
+        redis.cluster = seeds.map(\.0)
+        return seeds.first?.1
     }
 
     func parseTrust(_ node: Node) -> TrustConfig {

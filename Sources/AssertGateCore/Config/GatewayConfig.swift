@@ -155,6 +155,8 @@ public struct AttestationConfig: Sendable {
 public struct RedisConfig: Sendable {
     /// `redis://[user:password@]host:port/db`, or `rediss://` for TLS
     public var url: String = "redis://127.0.0.1:6379/0"
+    /// `store.redis.cluster`: seed node URLs of a Redis Cluster (then `url` is unused).
+    public var cluster: [String] = []
     public var connectTimeout: TimeAmount = .seconds(1)
     public var commandTimeout: TimeAmount = .milliseconds(250)
     public var connectionsPerWorker: Int = 1

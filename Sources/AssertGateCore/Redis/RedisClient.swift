@@ -42,8 +42,14 @@ public final class RedisClient: @unchecked Sendable {
         self.configuration = configuration
         self.scripts = scripts
         self.slots = (0..<configuration.connections).map { _ in Slot() }
-        eventLoop.execute { [self] in
+        // On the loop already (a cluster client adding a node), the attempts
+        // start now, so a command sent right after is held, not refused.
+        if eventLoop.inEventLoop {
             for slot in slots { connect(slot) }
+        } else {
+            eventLoop.execute { [self] in
+                for slot in slots { connect(slot) }
+            }
         }
     }
 
@@ -82,9 +88,11 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     /// The same with the outcome handed to `completion` on `eventLoop`: no
-    /// promise, no future (the store's commit path).
+    /// promise, no future (the store's commit path). `asking`: precede the
+    /// command with `ASKING` on the same connection (a cluster's `-ASK`).
     func evalSHA<T: Sendable>(
-        _ script: RedisScript, command: RESPCommand, _ transform: @escaping @Sendable (RESPValue) throws -> T,
+        _ script: RedisScript, command: RESPCommand, asking: Bool = false,
+        _ transform: @escaping @Sendable (RESPValue) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         let request = RedisRequest(command: command, target: .callback { result in
@@ -99,12 +107,27 @@ public final class RedisClient: @unchecked Sendable {
                 completion(Result { try transform(reply) })
             }
         })
+        submit(request, asking: asking)
+    }
+
+    /// One command, its reply (error replies included) handed to `completion`
+    /// on `eventLoop`; `asking` as for `evalSHA`.
+    func send(
+        _ command: RESPCommand, asking: Bool, completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
+    ) {
+        submit(RedisRequest(command: command, target: .callback(completion)), asking: asking)
+    }
+
+    private func submit(_ request: RedisRequest, asking: Bool) {
+        let preceding = asking ? RedisRequest(command: Self.askingCommand, target: .callback { _ in }) : nil
         if eventLoop.inEventLoop {
-            enqueueOnLoop(request)
+            enqueueOnLoop(request, after: preceding)
         } else {
-            eventLoop.execute { self.enqueueOnLoop(request) }
+            eventLoop.execute { self.enqueueOnLoop(request, after: preceding) }
         }
     }
+
+    private static let askingCommand = RESPCommand("ASKING")
 
     private func reloadAndRetry(_ script: RedisScript, _ command: RESPCommand) -> EventLoopFuture<RESPValue> {
         sendOnLoop(RESPCommand("SCRIPT", "LOAD", .string(script.source))).flatMap { loaded in
@@ -155,7 +178,8 @@ public final class RedisClient: @unchecked Sendable {
         return promise.futureResult
     }
 
-    private func enqueueOnLoop(_ request: RedisRequest) {
+    /// `preceding` (ASKING) goes first on the same connection, or fails with it.
+    private func enqueueOnLoop(_ request: RedisRequest, after preceding: RedisRequest? = nil) {
         eventLoop.assertInEventLoop()
         guard !isShutdown else {
             request.fail(StoreError.unavailable(.shutdown))
@@ -173,6 +197,7 @@ public final class RedisClient: @unchecked Sendable {
             case .ready(let channel, let handler):
                 nextSlot = (nextSlot + i + 1) % n
                 if channel.isActive {
+                    if let preceding { handler.send(preceding) }
                     handler.send(request)
                 } else {
                     request.fail(StoreError.unavailable(.connectionLost))
@@ -194,6 +219,7 @@ public final class RedisClient: @unchecked Sendable {
         }
         if let slot = holdSlot, case .connecting(var queued) = slot.state {
             slot.state = .idle  // avoid a copy-on-write of the queue
+            if let preceding { queued.append(preceding) }
             queued.append(request)
             slot.state = .connecting(queued)
         } else if holdFull {

@@ -19,6 +19,9 @@ public struct RedisClientConfiguration: Sendable {
     /// the server against `tlsServerName` (default: the URL's host).
     public var tls: TLSClientContext?
     public var tlsServerName: String?
+    /// Seed nodes of a Redis Cluster (empty: `url` is one server). Every
+    /// node gets `url`'s credentials and scheme.
+    public var clusterSeeds: [RedisNodeAddress] = []
     /// Where connection failures, losses and recoveries are reported (nil: nowhere).
     public var logger: Logger?
 
@@ -37,9 +40,11 @@ public struct RedisClientConfiguration: Sendable {
     /// Throws `ValueParseError` for a bad URL, `TLSConfigurationError` when
     /// the TLS files of a `rediss://` store cannot be loaded.
     public init(_ config: RedisConfig) throws {
+        let seeds = try config.cluster.map { text throws(ValueParseError) in try RedisURL(parsing: text) }
         self.init(
-            url: try RedisURL(parsing: config.url), connectTimeout: config.connectTimeout,
+            url: try seeds.first ?? RedisURL(parsing: config.url), connectTimeout: config.connectTimeout,
             commandTimeout: config.commandTimeout, connections: config.connectionsPerWorker)
+        self.clusterSeeds = seeds.map { RedisNodeAddress(host: $0.host, port: $0.port) }
         if url.tls {
             let files = config.tls ?? RedisTLSConfig()
             self.tls = try TLSClientContext(

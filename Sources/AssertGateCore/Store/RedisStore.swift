@@ -1,29 +1,38 @@
 import NIOCore
 import Verifier
 
-/// `Store` on Redis (standalone), schema of architecture.md. One instance per
-/// event loop, wrapping that loop's `RedisClient`; futures complete on it.
-/// Build them all at once with `RedisStoreGroup`.
+/// `Store` on Redis, schema of architecture.md: one server, or a cluster
+/// (every script touches the keys of one `{keyId}` slot; what spans slots is
+/// done in steps, see `registerInCluster`). One instance per event loop,
+/// wrapping that loop's client; futures complete on it. Build them all at
+/// once with `RedisStoreGroup`.
 public final class RedisStore: Store {
-    public let client: RedisClient
-    public var eventLoop: EventLoop { client.eventLoop }
+    public let redis: any RedisExecutor
+    public var eventLoop: EventLoop { redis.eventLoop }
 
-    /// The scripts a client must load for this store (see `init(client:)`).
+    /// The scripts a client must load for this store (see `init(redis:)`).
     public static var scripts: [RedisScript] { RedisStoreScripts.all }
 
-    /// `client` should have been created with `RedisStore.scripts` (they are
+    /// `redis` should have been created with `RedisStore.scripts` (they are
     /// loaded on connect; a missing one costs a NOSCRIPT round trip once).
-    public init(client: RedisClient) {
-        self.client = client
+    public init(redis: any RedisExecutor) {
+        self.redis = redis
     }
 
-    /// A store with its own client on `eventLoop`, connecting immediately.
+    /// A store with its own client(s) on `eventLoop`, connecting immediately:
+    /// a cluster client when `configuration.clusterSeeds` is not empty.
     public convenience init(configuration: RedisClientConfiguration, eventLoop: EventLoop) {
-        self.init(client: RedisClient(configuration: configuration, eventLoop: eventLoop, scripts: RedisStoreScripts.all))
+        if configuration.clusterSeeds.isEmpty {
+            self.init(redis: RedisClient(configuration: configuration, eventLoop: eventLoop, scripts: RedisStoreScripts.all))
+        } else {
+            self.init(redis: RedisClusterClient(
+                configuration: configuration, seeds: configuration.clusterSeeds, eventLoop: eventLoop,
+                scripts: RedisStoreScripts.all))
+        }
     }
 
     public func shutdown() -> EventLoopFuture<Void> {
-        client.shutdown()
+        redis.shutdown()
     }
 
     // MARK: keys
@@ -33,9 +42,14 @@ public final class RedisStore: Store {
         return Base64.encodeURL(keyId)
     }
 
-    private static func keyHash(_ k: String) -> RESPArgument { .string("ag:{\(k)}:key") }
-    private static func challengeKey(_ k: String, _ c: String) -> RESPArgument { .string("ag:{\(k)}:ch:\(c)") }
-    private static func userSet(_ uid: String) -> RESPArgument { .string("ag:u:{\(uid)}") }
+    private static func keyHash(_ k: String) -> String { "ag:{\(k)}:key" }
+    private static func challengeKey(_ k: String, _ c: String) -> String { "ag:{\(k)}:ch:\(c)" }
+    private static func userSet(_ uid: String) -> String { "ag:u:{\(uid)}" }
+
+    /// The slot of every key tagged `{k}` (0 on a single server, where it is not used).
+    private func slot(_ k: String) -> UInt16 {
+        redis.isCluster ? RedisHashSlot.slot(ofTag: k) : 0
+    }
 
     private func failed<T>(_ error: Error) -> EventLoopFuture<T> {
         eventLoop.makeFailedFuture(error)
@@ -52,8 +66,9 @@ public final class RedisStore: Store {
             return failed(StoreError.invalidArgument("challenge must be 43 characters of b64url"))
         }
         let ms = max(1, ttl.nanoseconds / 1_000_000)
-        return client.send(
-            "SET", Self.challengeKey(k, challenge), .string(purpose.rawValue), "PX", .integer(ms)
+        return redis.send(
+            RESPCommand("SET", .string(Self.challengeKey(k, challenge)), .string(purpose.rawValue), "PX", .integer(ms)),
+            slot: slot(k)
         ).flatMapThrowing { reply in
             guard case .status = reply else { throw Self.unexpected(reply, "SET") }
         }
@@ -65,38 +80,125 @@ public final class RedisStore: Store {
         guard ChallengeCodec.isWellFormed(attestChallenge) else {
             return eventLoop.makeSucceededFuture(.rejected(.unknownChallenge))
         }
-        var keys: [RESPArgument] = [Self.keyHash(k), Self.challengeKey(k, attestChallenge)]
-        var args: [RESPArgument] = [
-            .string(k), key.refreshAt.map { .integer($0) } ?? .string(""),
+        var fields: [RESPArgument] = [
             "pk", .bytes(key.publicKey), "cnt", "0", "env", .string(key.environment.rawValue),
             "app", .string(key.appId), "created", .integer(key.createdAt), "rev", "0",
         ]
-        if let uid = key.userId, !uid.isEmpty {
-            keys.append(Self.userSet(uid))
-            args += ["uid", .string(uid)]
+        let uid = key.userId.flatMap { $0.isEmpty ? nil : $0 }
+        if let uid { fields += ["uid", .string(uid)] }
+        if let v = key.receipt { fields += ["rcpt", .bytes(v)] }
+        if let v = key.riskMetric { fields += ["risk", .integer(Int64(v))] }
+        if let v = key.riskMetricAt { fields += ["risk_at", .integer(v)] }
+        if let v = key.receiptNotBefore { fields += ["nb", .integer(v)] }
+        if let v = key.receiptExpiry { fields += ["exp", .integer(v)] }
+        if let v = key.bundleVersion { fields += ["bv", .string(v)] }
+        if let v = key.launchCategory { fields += ["lc", .bytes(v)] }
+        if redis.isCluster {
+            return registerInCluster(key, k: k, uid: uid, attestChallenge: attestChallenge, fields: fields)
         }
-        if let v = key.receipt { args += ["rcpt", .bytes(v)] }
-        if let v = key.riskMetric { args += ["risk", .integer(Int64(v))] }
-        if let v = key.riskMetricAt { args += ["risk_at", .integer(v)] }
-        if let v = key.receiptNotBefore { args += ["nb", .integer(v)] }
-        if let v = key.receiptExpiry { args += ["exp", .integer(v)] }
-        if let v = key.bundleVersion { args += ["bv", .string(v)] }
-        if let v = key.launchCategory { args += ["lc", .bytes(v)] }
+        var keys = [Self.keyHash(k), Self.challengeKey(k, attestChallenge)]
+        if let uid { keys.append(Self.userSet(uid)) }
         if key.refreshAt != nil { keys.append(Self.refreshBucket(key.keyId)) }
-        return client.evalSHA(RedisStoreScripts.register, keys: keys, arguments: args).flatMapThrowing { reply in
-            guard case .array(let a) = reply, a.count == 2, let status = a[0].string, let n = a[1].int64 else {
-                throw Self.unexpected(reply, "register")
+        let args: [RESPArgument] = [.string(k), key.refreshAt.map { .integer($0) } ?? .string("")] + fields
+        return redis.evalSHA(RedisStoreScripts.register, keys: keys, arguments: args).flatMapThrowing { reply in
+            try Self.parseRegister(reply)
+        }
+    }
+
+    static func parseRegister(_ reply: RESPValue) throws -> RegisterResult {
+        guard case .array(let a) = reply, a.count == 2, let status = a[0].string, let n = a[1].int64 else {
+            throw Self.unexpected(reply, "register")
+        }
+        if status == "ok" { return .registered(userKeyCount: Int(n)) }
+        guard let reason = ReasonToken(rawValue: status) else { throw Self.unexpected(reply, "register") }
+        return .rejected(reason)
+    }
+
+    /// On a cluster the key's record, its user's key set and the refresh
+    /// schedule live on different slots, so registration takes steps, each
+    /// atomic on its node, ordered so that a failure leaves nothing wrong:
+    /// 1. the keyId joins the user's set (`SADD`), which gives the count;
+    /// 2. the register script (challenge consumed, record created, with that
+    ///    count as `ukc`); if it refuses or fails, step 1 is undone when it
+    ///    added the keyId;
+    /// 3. the set is read again and every key of the user gets the count
+    ///    (`ukc` only ever rises), so keys registered at the same time agree;
+    /// 4. the key joins the refresh schedule (a failure here is left to the
+    ///    backfill walk at the next start: the key IS registered).
+    /// The commit script then reads `ukc` from the key's own record: one
+    /// round trip per assertion on a cluster too.
+    private func registerInCluster(
+        _ key: NewKeyRecord, k: String, uid: String?, attestChallenge: String, fields: [RESPArgument]
+    ) -> EventLoopFuture<RegisterResult> {
+        let keys = [Self.keyHash(k), Self.challengeKey(k, attestChallenge)]
+        let refresh: @Sendable () -> EventLoopFuture<Void> = {
+            guard let at = key.refreshAt else { return self.eventLoop.makeSucceededVoidFuture() }
+            return self.scheduleReceiptRefresh(keyId: key.keyId, at: at).recover { _ in }
+        }
+        guard let uid else {
+            return redis.evalSHA(RedisStoreScripts.register, keys: keys, arguments: [.string(k), ""] + fields)
+                .flatMapThrowing { try Self.parseRegister($0) }
+                .flatMap { result in
+                    guard case .registered = result else { return self.eventLoop.makeSucceededFuture(result) }
+                    return refresh().map { result }
+                }
+        }
+        let set = Self.userSet(uid)
+        return redis.evalSHA(RedisStoreScripts.userAdd, keys: [set], arguments: [.string(k)])
+            .flatMapThrowing { reply -> (added: Bool, count: Int64) in
+                guard case .array(let a) = reply, a.count == 2, let added = a[0].int64, let n = a[1].int64 else {
+                    throw Self.unexpected(reply, "user set")
+                }
+                return (added == 1, n)
             }
-            if status == "ok" { return .registered(userKeyCount: Int(n)) }
-            guard let reason = ReasonToken(rawValue: status) else { throw Self.unexpected(reply, "register") }
-            return .rejected(reason)
+            .flatMap { user in
+                self.redis.evalSHA(
+                    RedisStoreScripts.register, keys: keys, arguments: [.string(k), ""] + fields + ["ukc", .integer(user.count)]
+                )
+                .flatMapThrowing { try Self.parseRegister($0) }
+                .flatMapError { error in
+                    self.undoUserAdd(user.added, set: set, k: k).flatMapThrowing { throw error }
+                }
+                .flatMap { result in
+                    guard case .registered = result else {
+                        return self.undoUserAdd(user.added, set: set, k: k).map { result }
+                    }
+                    return self.spreadUserKeyCount(set: set).flatMap { count in
+                        refresh().map { .registered(userKeyCount: max(count, Int(user.count))) }
+                    }
+                }
+            }
+    }
+
+    private func undoUserAdd(_ added: Bool, set: String, k: String) -> EventLoopFuture<Void> {
+        guard added else { return eventLoop.makeSucceededVoidFuture() }
+        return redis.send(key: set, RESPCommand("SREM", .string(set), .string(k))).map { _ in }.recover { _ in }
+    }
+
+    /// Step 3 of `registerInCluster`: the user's keys all get the set's size
+    /// (a key whose update fails keeps the older count until the user's next
+    /// registration). → the size.
+    private func spreadUserKeyCount(set: String) -> EventLoopFuture<Int> {
+        redis.send(key: set, RESPCommand("SMEMBERS", .string(set))).flatMap { reply in
+            guard case .array(let members) = reply else {
+                return self.failed(Self.unexpected(reply, "SMEMBERS"))
+            }
+            let n = members.count
+            let raises = members.compactMap { m -> EventLoopFuture<Void>? in
+                guard let member = m.string else { return nil }
+                return self.redis.evalSHA(
+                    RedisStoreScripts.raiseUserKeyCount, keys: [Self.keyHash(member)], arguments: [.integer(Int64(n))]
+                ).map { _ in }.recover { _ in }
+            }
+            return EventLoopFuture.andAllComplete(raises, on: self.eventLoop).map { n }
         }
     }
 
     public func loadKey(keyId: [UInt8]) -> EventLoopFuture<StoredKey?> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
-        return client.send("HMGET", Self.keyHash(k), "pk", "app", "env", "bv", "lc").flatMapThrowing { reply in
+        return redis.send(RESPCommand("HMGET", .string(Self.keyHash(k)), "pk", "app", "env", "bv", "lc"), slot: slot(k))
+            .flatMapThrowing { reply in
             guard case .array(let a) = reply, a.count == 5 else { throw Self.unexpected(reply, "HMGET") }
             guard case .bulk(let pk) = a[0] else { return nil }
             guard let app = a[1].string, let envText = a[2].string, let env = AppEnvironment(rawValue: envText) else {
@@ -124,7 +226,9 @@ public final class RedisStore: Store {
             return
         }
         // The hot path: a precomputed head, then the key name(s) and counter.
-        var w = RESPCommandWriter(head: challenge == nil ? Self.commitHead1 : Self.commitHead2, capacity: 256)
+        let cluster = redis.isCluster
+        let heads = cluster ? Self.clusterCommitHeads : Self.commitHeads
+        var w = RESPCommandWriter(head: challenge == nil ? heads.0 : heads.1, capacity: 256)
         w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:key")
         if let challenge {
             // A challenge that cannot have been issued is looked up under a name
@@ -133,16 +237,19 @@ public final class RedisStore: Store {
             w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:ch:", tail: ChallengeCodec.isWellFormed(challenge) ? challenge : "!")
         }
         w.bulk(Int64(counter))
-        client.evalSHA(
-            RedisStoreScripts.commit, command: RESPCommand(writer: w), { reply in try RedisStore.parseCommit(reply) },
-            completion: completion)
+        redis.evalSHA(
+            cluster ? RedisStoreScripts.clusterCommit : RedisStoreScripts.commit, command: RESPCommand(writer: w),
+            slot: cluster ? RedisHashSlot.slot(ofTag: Base64.encodeURL(keyId).utf8) : 0,
+            { reply in try RedisStore.parseCommit(reply) }, completion: completion)
     }
 
-    /// `EVALSHA <commit sha> 1|2` encoded once.
-    private static let commitHead1 = RESPCommandWriter.encodedHead(
-        arrayCount: 5, ["EVALSHA", RedisStoreScripts.commit.sha1, "1"])
-    private static let commitHead2 = RESPCommandWriter.encodedHead(
-        arrayCount: 6, ["EVALSHA", RedisStoreScripts.commit.sha1, "2"])
+    /// `EVALSHA <commit sha> 1|2` encoded once, per script.
+    private static let commitHeads = heads(RedisStoreScripts.commit)
+    private static let clusterCommitHeads = heads(RedisStoreScripts.clusterCommit)
+    private static func heads(_ script: RedisScript) -> ([UInt8], [UInt8]) {
+        (RESPCommandWriter.encodedHead(arrayCount: 5, ["EVALSHA", script.sha1, "1"]),
+         RESPCommandWriter.encodedHead(arrayCount: 6, ["EVALSHA", script.sha1, "2"]))
+    }
 
     static func parseCommit(_ reply: RESPValue) throws -> CommitResult {
         guard case .array(let a) = reply, case .integer(let code) = a.first, code >= 0,
@@ -165,7 +272,7 @@ public final class RedisStore: Store {
     public func revokeKey(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
-        return client.evalSHA(RedisStoreScripts.revoke, keys: [Self.keyHash(k)], arguments: []).flatMapThrowing {
+        return redis.evalSHA(RedisStoreScripts.revoke, keys: [Self.keyHash(k)], arguments: []).flatMapThrowing {
             reply in try Self.parseRecord(keyId: keyId, reply)
         }
     }
@@ -173,7 +280,7 @@ public final class RedisStore: Store {
     public func keyRecord(keyId: [UInt8]) -> EventLoopFuture<KeyRecord?> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
-        return client.send(RESPCommand(["HMGET", Self.keyHash(k)] + RedisStoreScripts.recordFields))
+        return redis.send(RESPCommand(["HMGET", .string(Self.keyHash(k))] + RedisStoreScripts.recordFields), slot: slot(k))
             .flatMapThrowing { reply in try Self.parseRecord(keyId: keyId, reply) }
     }
 
@@ -200,7 +307,7 @@ public final class RedisStore: Store {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
         func optional(_ v: Int64?) -> RESPArgument { v.map { .integer($0) } ?? .string("") }
-        return client.evalSHA(
+        return redis.evalSHA(
             RedisStoreScripts.receipt, keys: [Self.keyHash(k)],
             arguments: [.bytes(receipt), optional(riskMetric.map { Int64($0) }), .integer(at), optional(notBefore), optional(expiry)]
         ).flatMapThrowing { reply in
@@ -214,14 +321,15 @@ public final class RedisStore: Store {
     /// `ag:rr:<n>`: the schedule is split over a few sorted sets (by the
     /// keyId's first byte) so that on Redis Cluster it spreads over shards.
     static let refreshBuckets = 8
-    static func refreshBucket(_ keyId: [UInt8]) -> RESPArgument {
-        .string("ag:rr:\(Int(keyId[0]) % refreshBuckets)")
+    static func refreshBucket(_ keyId: [UInt8]) -> String {
+        "ag:rr:\(Int(keyId[0]) % refreshBuckets)"
     }
 
     public func scheduleReceiptRefresh(keyId: [UInt8], at: Int64) -> EventLoopFuture<Void> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
-        return client.send("ZADD", Self.refreshBucket(keyId), .integer(at), .string(k)).flatMapThrowing { reply in
+        let bucket = Self.refreshBucket(keyId)
+        return redis.send(key: bucket, RESPCommand("ZADD", .string(bucket), .integer(at), .string(k))).flatMapThrowing { reply in
             guard case .integer = reply else { throw Self.unexpected(reply, "ZADD") }
         }
     }
@@ -229,7 +337,8 @@ public final class RedisStore: Store {
     public func cancelReceiptRefresh(keyId: [UInt8]) -> EventLoopFuture<Void> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
-        return client.send("ZREM", Self.refreshBucket(keyId), .string(k)).flatMapThrowing { reply in
+        let bucket = Self.refreshBucket(keyId)
+        return redis.send(key: bucket, RESPCommand("ZREM", .string(bucket), .string(k))).flatMapThrowing { reply in
             guard case .integer = reply else { throw Self.unexpected(reply, "ZREM") }
         }
     }
@@ -237,8 +346,8 @@ public final class RedisStore: Store {
     public func claimDueReceiptRefreshes(now: Int64, lease: Int64, limit: Int) -> EventLoopFuture<[[UInt8]]> {
         let perBucket = max(1, (limit + Self.refreshBuckets - 1) / Self.refreshBuckets)
         let claims = (0..<Self.refreshBuckets).map { n in
-            client.evalSHA(
-                RedisStoreScripts.claimRefreshes, keys: [.string("ag:rr:\(n)")],
+            redis.evalSHA(
+                RedisStoreScripts.claimRefreshes, keys: ["ag:rr:\(n)"],
                 arguments: [.integer(now), .integer(now + lease), .integer(Int64(perBucket))]
             ).flatMapThrowing { reply -> [[UInt8]] in
                 guard case .array(let members) = reply else { throw Self.unexpected(reply, "claim") }
@@ -248,7 +357,7 @@ public final class RedisStore: Store {
                         ids.append(id)
                     } else if case .bulk(let junk) = m {
                         // Not a keyId: it could never be refreshed, so it leaves the schedule.
-                        _ = self.client.send("ZREM", .string("ag:rr:\(n)"), .bytes(junk))
+                        _ = self.redis.send(key: "ag:rr:\(n)", RESPCommand("ZREM", .string("ag:rr:\(n)"), .bytes(junk)))
                     }
                 }
                 return ids
@@ -271,32 +380,49 @@ public final class RedisStore: Store {
         }
     }
 
+    /// The cursor is `<node>:<SCAN cursor>`, walking the masters one after
+    /// the other (on a cluster, a map change during the walk may make it skip
+    /// or repeat keys: repeats are harmless, and a skipped key is caught by
+    /// the next start's walk).
     public func scheduleUnscheduledKeys(cursor: String?, at: Int64, spread: Int64, count: Int)
         -> EventLoopFuture<(cursor: String?, added: Int)>
     {
-        client.send("SCAN", .string(cursor ?? "0"), "MATCH", "ag:{*}:key", "COUNT", .integer(Int64(max(1, count))))
-            .flatMap { reply -> EventLoopFuture<(cursor: String?, added: Int)> in
+        var position = (node: 0, scan: "0")
+        if let cursor, let colon = cursor.firstIndex(of: ":"), let n = Int(cursor[..<colon]), n >= 0 {
+            position = (n, String(cursor[cursor.index(after: colon)...]))
+        }
+        let (node, scan) = position
+        return redis.masters().flatMap { masters -> EventLoopFuture<(cursor: String?, added: Int)> in
+            guard node < masters.count else { return self.eventLoop.makeSucceededFuture((nil, 0)) }
+            return masters[node].send(
+                "SCAN", .string(scan), "MATCH", "ag:{*}:key", "COUNT", .integer(Int64(max(1, count)))
+            ).flatMap { reply -> EventLoopFuture<(cursor: String?, added: Int)> in
                 guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].string,
                     case .array(let names) = parts[1]
                 else { return self.failed(Self.unexpected(reply, "SCAN")) }
-                let nextCursor = next == "0" ? nil : next
+                let nextCursor: String? =
+                    next != "0" ? "\(node):\(next)" : node + 1 < masters.count ? "\(node + 1):0" : nil
                 // ZADD NX: a key already on the schedule keeps its time.
                 let adds = names.compactMap { name -> EventLoopFuture<Int>? in
                     guard let text = name.string, text.hasPrefix("ag:{"), text.hasSuffix("}:key") else { return nil }
                     let k = String(text.dropFirst(4).dropLast(5))
                     guard let keyId = try? Base64.decode(k, maxLength: 64), keyId.count == 32 else { return nil }
                     let when = at + (spread > 0 ? Int64.random(in: 0..<spread) : 0)
-                    return self.client.send("ZADD", Self.refreshBucket(keyId), "NX", .integer(when), .string(k))
+                    let bucket = Self.refreshBucket(keyId)
+                    return self.redis.send(key: bucket, RESPCommand("ZADD", .string(bucket), "NX", .integer(when), .string(k)))
                         .map { Int($0.int64 ?? 0) }
                 }
                 return EventLoopFuture.whenAllSucceed(adds, on: self.eventLoop).map { (nextCursor, $0.reduce(0, +)) }
             }
+        }
     }
 
     public func receiptRefreshSource(keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshSource?> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
-        return client.send("HMGET", Self.keyHash(k), "rcpt", "pk", "app", "env", "rev", "nb").flatMapThrowing { reply in
+        return redis.send(
+            RESPCommand("HMGET", .string(Self.keyHash(k)), "rcpt", "pk", "app", "env", "rev", "nb"), slot: slot(k)
+        ).flatMapThrowing { reply in
             guard case .array(let a) = reply, a.count == 6 else { throw Self.unexpected(reply, "HMGET") }
             guard case .bulk(let receipt) = a[0], !receipt.isEmpty, case .bulk(let pk) = a[1] else { return nil }
             guard let app = a[2].string, let envText = a[3].string, let env = AppEnvironment(rawValue: envText) else {
@@ -309,8 +435,14 @@ public final class RedisStore: Store {
     }
 
     public func ping() -> EventLoopFuture<Void> {
-        client.send("PING").flatMapThrowing { reply in
-            guard case .status("PONG") = reply else { throw Self.unexpected(reply, "PING") }
+        // Every master: a cluster with one node down cannot serve its keys.
+        redis.masters().flatMap { masters in
+            EventLoopFuture.andAllSucceed(
+                masters.map { m in
+                    m.send("PING").flatMapThrowing { reply in
+                        guard case .status("PONG") = reply else { throw Self.unexpected(reply, "PING") }
+                    }
+                }, on: self.eventLoop)
         }
     }
 

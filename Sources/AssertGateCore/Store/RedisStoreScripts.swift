@@ -1,9 +1,10 @@
 import Verifier
 
 /// The Lua scripts of `RedisStore`. Each decision is one script so it is
-/// atomic on the server. Every key a script touches through KEYS shares the
-/// `{keyId}` hash tag; the user set (`ag:u:{uid}`) does not (standalone Redis
-/// only, until Cluster support moves the user count elsewhere).
+/// atomic on the server. On a cluster every script touches the keys of one
+/// slot only; `commit` and `register` with a user set or a schedule bucket
+/// in KEYS are for a single server, where they keep the user's count exact
+/// in one step.
 /// Redis replies never contain Lua `false` inside arrays (it would truncate
 /// them), so absent values are sent as ''.
 enum RedisStoreScripts {
@@ -11,36 +12,45 @@ enum RedisStoreScripts {
     /// → {code, revoked 0/1, uid, userKeyCount, risk, risk_at}, or {1} for an
     /// unknown key. Codes (`commitReasons`): 0 ok, 1 unknown-key, 2 revoked-key,
     /// 3 unknown-challenge, 4 counter-replay. Integers keep the hot reply small.
-    static let commit = RedisScript(
-        """
-        local s = redis.call('HMGET', KEYS[1], 'cnt', 'rev', 'uid', 'risk', 'risk_at')
-        if not s[1] then return {1} end
-        local uid = s[3] or ''
-        local n = 0
-        if uid ~= '' then n = redis.call('SCARD', 'ag:u:{' .. uid .. '}') end
-        local rev = 0
-        local r = 0
-        if s[2] == '1' then
-          rev = 1
-          r = 2
-        else
-          if KEYS[2] then
-            if redis.call('GET', KEYS[2]) == 'assert' then
-              redis.call('DEL', KEYS[2])
+    /// On one server the user's key count is the set's size; on a cluster the
+    /// set lives on another slot, so the count comes from the record's `ukc`
+    /// (kept by `RedisStore.registerInCluster`; a record from before has at
+    /// least itself).
+    static let commit = commitScript(userKeyCount: "redis.call('SCARD', 'ag:u:{' .. uid .. '}')")
+    static let clusterCommit = commitScript(userKeyCount: "tonumber(s[6]) or 1")
+
+    private static func commitScript(userKeyCount: String) -> RedisScript {
+        RedisScript(
+            """
+            local s = redis.call('HMGET', KEYS[1], 'cnt', 'rev', 'uid', 'risk', 'risk_at', 'ukc')
+            if not s[1] then return {1} end
+            local uid = s[3] or ''
+            local n = 0
+            if uid ~= '' then n = \(userKeyCount) end
+            local rev = 0
+            local r = 0
+            if s[2] == '1' then
+              rev = 1
+              r = 2
             else
-              r = 3
+              if KEYS[2] then
+                if redis.call('GET', KEYS[2]) == 'assert' then
+                  redis.call('DEL', KEYS[2])
+                else
+                  r = 3
+                end
+              end
+              if r == 0 then
+                if tonumber(ARGV[1]) > tonumber(s[1]) then
+                  redis.call('HSET', KEYS[1], 'cnt', ARGV[1])
+                else
+                  r = 4
+                end
+              end
             end
-          end
-          if r == 0 then
-            if tonumber(ARGV[1]) > tonumber(s[1]) then
-              redis.call('HSET', KEYS[1], 'cnt', ARGV[1])
-            else
-              r = 4
-            end
-          end
-        end
-        return {r, rev, uid, n, s[4] or '', s[5] or ''}
-        """)
+            return {r, rev, uid, n, s[4] or '', s[5] or ''}
+            """)
+    }
 
     static let commitReasons: [ReasonToken?] = [nil, .unknownKey, .revokedKey, .unknownChallenge, .counterReplay]
 
@@ -96,7 +106,29 @@ enum RedisStoreScripts {
         return due
         """)
 
+    /// Cluster registration, step 1. KEYS[1] = ag:u:{uid}; ARGV[1] = K.
+    /// → {1 if K was added (0: already there), the set's size}.
+    static let userAdd = RedisScript(
+        """
+        local added = redis.call('SADD', KEYS[1], ARGV[1])
+        return {added, redis.call('SCARD', KEYS[1])}
+        """)
+
+    /// Cluster registration, step 3. KEYS[1] = ag:{K}:key; ARGV[1] = count.
+    /// `ukc` only rises, so concurrent registrations of one user converge on
+    /// the largest count; a key that does not exist is not created. → 1, or 0.
+    static let raiseUserKeyCount = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        if tonumber(ARGV[1]) > (tonumber(redis.call('HGET', KEYS[1], 'ukc')) or 0) then
+          redis.call('HSET', KEYS[1], 'ukc', ARGV[1])
+        end
+        return 1
+        """)
+
     static let recordFields: [RESPArgument] = ["pk", "cnt", "env", "app", "uid", "created", "rev", "risk", "risk_at"]
 
-    static let all: [RedisScript] = [commit, register, revoke, receipt, claimRefreshes]
+    static let all: [RedisScript] = [
+        commit, clusterCommit, register, revoke, receipt, claimRefreshes, userAdd, raiseUserKeyCount,
+    ]
 }

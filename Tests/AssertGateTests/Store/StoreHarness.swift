@@ -7,12 +7,14 @@ import Testing
 
 @testable import AssertGateCore
 
-/// The two implementations the conformance suite runs against.
+/// The implementations the conformance suite runs against.
 enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertible {
     case memory
     case redis
     /// `rediss://`: the same Redis behind TLS, client certificate required.
     case redisTLS
+    /// A Redis Cluster of three masters (`store.redis.cluster`).
+    case redisCluster
     var description: String { rawValue }
 }
 
@@ -31,6 +33,7 @@ struct StoreHarness {
     let provider: any StoreProvider
     let clock: ManualClock?
     let server: RedisServerFixture?
+    var cluster: RedisClusterFixture? = nil
 
     /// The store of the first loop.
     var store: any Store { provider.store(for: group.next()) }
@@ -43,10 +46,10 @@ struct StoreHarness {
         case .memory:
             guard let m = provider as? MemoryStore else { throw HarnessError.wrongProvider }
             return m.hasChallenge(keyId: keyId, challenge: challenge)
-        case .redis, .redisTLS:
+        case .redis, .redisTLS, .redisCluster:
             guard let s = store as? RedisStore else { throw HarnessError.wrongProvider }
-            let k = Base64.encodeURL(keyId)
-            let reply = try await s.client.send("EXISTS", .string("ag:{\(k)}:ch:\(challenge)")).get()
+            let name = "ag:{\(Base64.encodeURL(keyId))}:ch:\(challenge)"
+            let reply = try await s.redis.send(key: name, RESPCommand("EXISTS", .string(name))).get()
             return reply == .integer(1)
         }
     }
@@ -57,7 +60,7 @@ struct StoreHarness {
         switch backend {
         case .memory:
             clock?.advance(by: ttl + .milliseconds(1))
-        case .redis, .redisTLS:
+        case .redis, .redisTLS, .redisCluster:
             // Generous: the host is shared and slow at times.
             let deadline = NIODeadline.now() + ttl + .seconds(15)
             while try await challengeExists(keyId: keyId, challenge: challenge) {
@@ -81,6 +84,7 @@ func withStore(
 ) async throws {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
     var server: RedisServerFixture?
+    var cluster: RedisClusterFixture?
     let harness: StoreHarness
     do {
         switch backend {
@@ -112,8 +116,20 @@ func withStore(
             redis.tls = tls
             let provider = RedisStoreGroup(configuration: try RedisClientConfiguration(redis), group: group)
             harness = StoreHarness(backend: backend, group: group, provider: provider, clock: nil, server: s)
+        case .redisCluster:
+            let c = try RedisClusterFixture()
+            cluster = c
+            var redis = RedisConfig()
+            redis.cluster = c.seedURLs
+            redis.connectTimeout = .seconds(2)
+            redis.commandTimeout = commandTimeout
+            redis.connectionsPerWorker = connections
+            let provider = RedisStoreGroup(configuration: try RedisClientConfiguration(redis), group: group)
+            harness = StoreHarness(
+                backend: backend, group: group, provider: provider, clock: nil, server: nil, cluster: c)
         }
     } catch {
+        cluster?.stop()
         server?.stop()
         try? await group.shutdownGracefully()
         throw error
@@ -127,6 +143,7 @@ func withStore(
     try? await harness.provider.shutdown().get()
     try? await group.shutdownGracefully()
     server?.stop()
+    cluster?.stop()
     if let failure { throw failure }
 }
 

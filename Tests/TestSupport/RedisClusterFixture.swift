@@ -1,0 +1,133 @@
+import Foundation
+
+@testable import AssertGateCore
+
+/// A private Redis Cluster of `masters` nodes (no replicas) on free loopback
+/// ports, each `redis-server --cluster-enabled yes` with its node file in a
+/// directory of its own. The slots are split evenly (`CLUSTER ADDSLOTS`), the
+/// nodes introduced with `CLUSTER MEET`, and the fixture is ready when every
+/// node reports `cluster_state:ok` and sees every other: polled with a
+/// deadline, as gossip between external processes takes its time.
+public final class RedisClusterFixture: @unchecked Sendable {
+    public let nodes: [RedisServerFixture]
+    public let ids: [String]
+    private let directories: [URL]
+
+    public init(masters: Int = 3) throws {
+        var nodes: [RedisServerFixture] = []
+        var directories: [URL] = []
+        do {
+            for _ in 0..<masters {
+                let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-cluster-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+                directories.append(dir)
+                nodes.append(try RedisServerFixture(extraArguments: [
+                    "--cluster-enabled", "yes", "--dir", dir.path, "--cluster-node-timeout", "5000",
+                ]))
+            }
+            let per = RedisHashSlot.count / masters
+            for (i, node) in nodes.enumerated() {
+                let end = i == masters - 1 ? RedisHashSlot.count - 1 : (i + 1) * per - 1
+                try Self.expectOK(node.run(["CLUSTER", "ADDSLOTS"] + (i * per...end).map(String.init)), "ADDSLOTS")
+            }
+            for node in nodes.dropFirst() {
+                try Self.expectOK(node.run(["CLUSTER", "MEET", "127.0.0.1", String(nodes[0].port)]), "MEET")
+            }
+            ids = try nodes.map { try $0.text("CLUSTER", "MYID") }
+            self.nodes = nodes
+            self.directories = directories
+            try waitUntil("every node sees the whole cluster") { try self.isConsistent() }
+        } catch {
+            for n in nodes { n.stop() }
+            for d in directories { try? FileManager.default.removeItem(at: d) }
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    public func stop() {
+        for n in nodes { n.stop() }
+        for d in directories { try? FileManager.default.removeItem(at: d) }
+    }
+
+    /// `redis://127.0.0.1:<port>` of every node.
+    public var seedURLs: [String] { nodes.map { "redis://127.0.0.1:\($0.port)" } }
+
+    /// The node that owns `slot` (as the fixture assigned it, or after `migrate`).
+    public func owner(ofSlot slot: Int) throws -> Int {
+        let reply = try nodes[0].run(["CLUSTER", "SLOTS"])
+        guard case .array(let ranges) = reply else { throw RedisServerFixture.FixtureError.commandFailed("CLUSTER SLOTS") }
+        for case .array(let r) in ranges {
+            guard r.count >= 3, let start = r[0].int64, let end = r[1].int64, case .array(let node) = r[2],
+                node.count >= 2, let port = node[1].int64
+            else { continue }
+            if start <= slot, slot <= end, let i = nodes.firstIndex(where: { $0.port == Int(port) }) { return i }
+        }
+        throw RedisServerFixture.FixtureError.commandFailed("slot \(slot) has no owner")
+    }
+
+    /// The first half of a slot migration: `to` imports, `from` migrates, no
+    /// key moved yet (keys that do not exist on `from` are answered `-ASK`).
+    public func beginMigration(slot: Int, from: Int, to: Int) throws {
+        try Self.expectOK(nodes[to].run(["CLUSTER", "SETSLOT", String(slot), "IMPORTING", ids[from]]), "IMPORTING")
+        try Self.expectOK(nodes[from].run(["CLUSTER", "SETSLOT", String(slot), "MIGRATING", ids[to]]), "MIGRATING")
+    }
+
+    /// The second half: every key of the slot moves (`MIGRATE`), then every
+    /// node is told the new owner (the others answer `-MOVED` from then on).
+    public func finishMigration(slot: Int, from: Int, to: Int) throws {
+        while true {
+            guard case .array(let keys) = try nodes[from].run(["CLUSTER", "GETKEYSINSLOT", String(slot), "100"]),
+                !keys.isEmpty
+            else { break }
+            let names = keys.compactMap(\.string)
+            try Self.expectOK(
+                nodes[from].run(["MIGRATE", "127.0.0.1", String(nodes[to].port), "", "0", "5000", "KEYS"] + names), "MIGRATE")
+        }
+        for i in [to, from] + nodes.indices.filter({ $0 != to && $0 != from }) {
+            try Self.expectOK(nodes[i].run(["CLUSTER", "SETSLOT", String(slot), "NODE", ids[to]]), "SETSLOT NODE")
+        }
+        try waitUntil("every node agrees on slot \(slot)") {
+            try self.nodes.allSatisfy { node in
+                guard case .array(let ranges) = try node.run(["CLUSTER", "SLOTS"]) else { return false }
+                return ranges.contains { range in
+                    guard case .array(let r) = range, let s = r[0].int64, let e = r[1].int64, case .array(let n) = r[2],
+                        n.count >= 2
+                    else { return false }
+                    return s <= slot && slot <= e && n[1].int64 == Int64(self.nodes[to].port)
+                }
+            }
+        }
+    }
+
+    public func migrate(slot: Int, from: Int, to: Int) throws {
+        try beginMigration(slot: slot, from: from, to: to)
+        try finishMigration(slot: slot, from: from, to: to)
+    }
+
+    private func isConsistent() throws -> Bool {
+        for node in nodes {
+            let info = try node.text("CLUSTER", "INFO")
+            guard info.contains("cluster_state:ok"), info.contains("cluster_known_nodes:\(nodes.count)") else { return false }
+            guard case .array(let ranges) = try node.run(["CLUSTER", "SLOTS"]), ranges.count == nodes.count else {
+                return false
+            }
+        }
+        return true
+    }
+
+    private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while try !condition() {
+            guard Date() < deadline else { throw RedisServerFixture.FixtureError.commandFailed("cluster: \(what): not within 30 s") }
+            usleep(20_000)
+        }
+    }
+
+    private static func expectOK(_ reply: RESPValue, _ what: String) throws {
+        guard case .status("OK") = reply else {
+            throw RedisServerFixture.FixtureError.commandFailed("\(what): \(reply)")
+        }
+    }
+}
