@@ -32,7 +32,10 @@ public enum ConfigSummary {
         case .memory:
             out.append("store: memory (single process)")
         case .redis(let r):
-            out.append("store: redis \(r.endpoint?.description ?? r.redactedURL), connectTimeout \(DurationParser.format(r.connectTimeout)), "
+            let target = r.cluster.isEmpty
+                ? r.endpoint?.description ?? r.redactedURL
+                : "cluster, seeds " + r.cluster.map { (try? RedisURL.parse($0).get())?.description ?? RedisURL.redacted($0) }.joined(separator: " ")
+            out.append("store: redis \(target), connectTimeout \(DurationParser.format(r.connectTimeout)), "
                 + "commandTimeout \(DurationParser.format(r.commandTimeout)), connectionsPerWorker \(r.connectionsPerWorker)")
             if r.endpoint?.tls == true {
                 let tls = r.tls ?? RedisTLSConfig()

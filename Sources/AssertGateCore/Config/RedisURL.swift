@@ -124,9 +124,10 @@ extension RedisURL: CustomStringConvertible {
 }
 
 extension RedisConfig {
-    /// The parsed `url` (validated at load, so non-nil for a loaded config).
+    /// The parsed `url`, or the first cluster seed (validated at load, so
+    /// non-nil for a loaded config).
     public var endpoint: RedisURL? {
-        if case .success(let url) = RedisURL.parse(url) { return url }
+        if case .success(let url) = RedisURL.parse(cluster.first ?? url) { return url }
         return nil
     }
 }

@@ -434,6 +434,38 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(try RedisURL.parse("redis://h").get().tls == false)
     }
 
+    @Test func redisClusterSection() throws {
+        func store(_ redis: String) -> String {
+            minimalYAML.replacingOccurrences(of: "{memory: {}}", with: "{redis: \(redis)}")
+        }
+        let config = try load(store("{cluster: [redis://:pw@10.0.0.1:7000, 'redis://:pw@[::1]:7001'], commandTimeout: 100ms}"))
+        guard case .redis(let redis) = config.store else {
+            Issue.record("expected redis store")
+            return
+        }
+        #expect(redis.cluster == ["redis://:pw@10.0.0.1:7000", "redis://:pw@[::1]:7001"])
+        let client = try RedisClientConfiguration(redis)
+        #expect(client.clusterSeeds == [RedisNodeAddress(host: "10.0.0.1", port: 7000), RedisNodeAddress(host: "::1", port: 7001)])
+        #expect(client.url.password == "pw")
+        #expect(client.commandTimeout == .milliseconds(100))
+        let summary = ConfigSummary.render(config)
+        #expect(summary.contains("store: redis cluster, seeds redis://:***@10.0.0.1:7000/0 redis://:***@[::1]:7001/0,"))
+        #expect(!summary.contains("pw"))
+
+        #expect(errors(store("{url: redis://h:1/0, cluster: [redis://h:2]}")) == [
+            "config.yaml:3: store.redis: give either 'url' (one server) or 'cluster' (seed nodes), not both"
+        ])
+        #expect(errors(store("{cluster: []}")) == ["config.yaml:3: store.redis.cluster: give at least one seed node URL"])
+        #expect(errors(store("{cluster: [redis://h:1/2]}")) == ["config.yaml:3: store.redis.cluster[0]: a cluster has only database 0"])
+        #expect(errors(store("{cluster: [redis://h:1, rediss://h:2]}")) == [
+            "config.yaml:3: store.redis.cluster[1]: every seed needs the same scheme and credentials as the first"
+        ])
+        #expect(errors(store("{cluster: [redis://:a@h:1, redis://:b@h:2]}")).count == 1)
+        #expect(errors(store("{cluster: [http://h:1]}")).first?.hasPrefix("config.yaml:3: store.redis.cluster[0]: 'http://h:1' must be") == true)
+        #expect(errors(store("{cluster: [redis://h:1], tls: {caFile: x}}")).contains(
+            "config.yaml:3: store.redis.tls: only with a rediss:// url (the connection would not use TLS)"))
+    }
+
     @Test func redisTLSSection() throws {
         let dir = try TempDir()
         defer { dir.remove() }

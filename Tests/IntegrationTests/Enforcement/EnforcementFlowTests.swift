@@ -88,6 +88,37 @@ extension Integration {
             try await h.stop()
         }
 
+        @Test func theFlowWorksOnARedisCluster() async throws {
+            // Three masters: each key's record and challenges live on the
+            // master of its {keyId} slot, the user's set on another. Two keys
+            // of one user, on different masters, both report two keys.
+            let h = try await EnforcementHarness.start(.init(redisCluster: true))
+            let cluster = try #require(h.cluster)
+            let first = try h.newDevice()
+            var second = try h.newDevice()
+            func owner(_ d: SimDevice) throws -> Int {
+                try cluster.owner(ofSlot: Int(RedisHashSlot.slot(ofTag: d.keyIdBase64URL)))
+            }
+            while try owner(second) == owner(first) { second = try h.newDevice() }
+            #expect(try await h.attest(first, userId: "carol").status == 201)
+            #expect(try await h.attest(second, userId: "carol").status == 201)
+            for (device, counter) in [(first, UInt32(1)), (second, 1), (first, 2)] {
+                let headers = try h.assertionHeaders(device, method: "GET", path: "/challenged/x", counter: counter,
+                    challenge: try await h.challenge(for: device, purpose: "assert"))
+                let ok = try await h.send("GET", "/challenged/x", headers: headers)
+                #expect(ok.status == 200, "\(ok.body)")
+                let head = try #require(h.lastUpstreamHead)
+                #expect(head.headers.first(name: "x-assertgate-trust") == "verified")
+                #expect(head.headers.first(name: "x-assertgate-user-keys") == "2")
+                let replay = try await h.send("GET", "/challenged/x", headers: headers)
+                #expect(replay.status == 403)
+            }
+            // Each record is on its slot's master, which counted the commits.
+            let record = "ag:{\(first.keyIdBase64URL)}:key"
+            #expect(try cluster.nodes[owner(first)].run(["HGET", record, "cnt"]).string == "2")
+            try await h.stop()
+        }
+
         @Test func unsignedPayloadAndChallengeRoutes() async throws {
             let h = try await EnforcementHarness.start()
             let device = try h.newDevice()

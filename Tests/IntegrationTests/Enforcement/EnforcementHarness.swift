@@ -26,6 +26,8 @@ final class EnforcementHarness: @unchecked Sendable {
     let configPath: String
     /// With `Options.receiptRefresh`: the Apple data endpoint the gateway refreshes receipts with.
     let apple: FakeAppleDataServer?
+    /// With `Options.redisCluster`: the cluster the gateway stores into.
+    let cluster: RedisClusterFixture?
     /// Its DeviceCheck key (PKCS#8 PEM), for checking the tokens it received.
     var deviceCheckKeyPath: String { directory + "/AuthKey_XYZ1234567.p8" }
     /// root.cert.pem and receipt-root.cert.pem of the test CAs.
@@ -44,6 +46,8 @@ final class EnforcementHarness: @unchecked Sendable {
         var redisTLS = false
         /// `fraudMetric` pointing at a `FakeAppleDataServer` (schedule polled every 50 ms).
         var receiptRefresh = false
+        /// A three-master Redis Cluster (`store.redis.cluster`) instead of one server.
+        var redisCluster = false
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -64,8 +68,11 @@ final class EnforcementHarness: @unchecked Sendable {
         }
         let pki = options.redisTLS ? try await TestPKI.shared.value : nil
         let redis = try RedisServerFixture(tls: pki?.redisServer(requireClientCertificate: true))
+        let cluster = options.redisCluster ? try RedisClusterFixture() : nil
         let store: String
-        if let pki, let url = redis.tlsURL {
+        if let cluster {
+            store = "{cluster: [\(cluster.seedURLs.map { "\"\($0)\"" }.joined(separator: ", "))], connectTimeout: 1s, commandTimeout: 250ms}"
+        } else if let pki, let url = redis.tlsURL {
             store = """
                 {url: "\(url)", connectTimeout: 1s, commandTimeout: 250ms,
                        tls: {caFile: \(pki.caCertificate), certificate: \(pki.clientCertificate), privateKey: \(pki.clientKey)}}
@@ -132,7 +139,7 @@ final class EnforcementHarness: @unchecked Sendable {
         let server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
         let harness = EnforcementHarness(
             redis: redis, upstream: upstream, server: server, directory: directory, ca: ca, receiptCA: receiptCA,
-            configPath: configPath, apple: apple)
+            configPath: configPath, apple: apple, cluster: cluster)
         // Like a load balancer: no traffic before /readyz (every worker's Redis
         // connection up); polled, bounded by a deadline.
         let deadline = Date().addingTimeInterval(10)
@@ -145,9 +152,10 @@ final class EnforcementHarness: @unchecked Sendable {
 
     private init(
         redis: RedisServerFixture, upstream: TestUpstream, server: GatewayServer, directory: String, ca: TestCA,
-        receiptCA: ReceiptCA, configPath: String, apple: FakeAppleDataServer?
+        receiptCA: ReceiptCA, configPath: String, apple: FakeAppleDataServer?, cluster: RedisClusterFixture?
     ) {
         self.apple = apple
+        self.cluster = cluster
         self.redis = redis
         self.upstream = upstream
         self.server = server
@@ -162,6 +170,7 @@ final class EnforcementHarness: @unchecked Sendable {
         try await upstream.stop()
         try await apple?.stop()
         redis.stop()
+        cluster?.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

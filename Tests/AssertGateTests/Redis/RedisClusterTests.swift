@@ -1,0 +1,184 @@
+import AssertGateTestSupport
+import NIOCore
+import NIOPosix
+import Testing
+import Verifier
+
+@testable import AssertGateCore
+
+/// The cluster client against real `redis-server --cluster-enabled` nodes:
+/// slots computed like Redis, redirects followed while a slot migrates, a
+/// master down failing only its own keys, seeds that are down or are not a
+/// cluster. (The whole store contract over a cluster is the conformance
+/// suite's `redisCluster` backend.)
+@Suite("Redis Cluster", .timeLimit(.minutes(2)))
+struct RedisClusterTests {
+    @Test func hashSlotsAreRedisOwn() throws {
+        #expect(RedisHashSlot.crc16(Array("123456789".utf8)) == 0x31C3)
+        let cluster = try RedisClusterFixture(masters: 1)
+        defer { cluster.stop() }
+        var keys = ["foo", "{user1000}.following", "{}", "{}{x}", "{{a}}", "a{b}c{d}", "{", "}{a}", "x{}y{z}", "é{ü}"]
+        for _ in 0..<200 {
+            let keyId = (0..<32).map { _ in UInt8.random(in: 0...255) }
+            keys.append("ag:{\(Base64.encodeURL(keyId))}:key")
+            keys.append(String(decoding: (0..<Int.random(in: 0...12)).map { _ in UInt8.random(in: 0x20...0x7E) }, as: UTF8.self))
+        }
+        for key in keys {
+            let theirs = try cluster.nodes[0].run(["CLUSTER", "KEYSLOT", key]).int64
+            #expect(theirs == Int64(RedisHashSlot.slot(forKey: key)), "\(key)")
+        }
+    }
+
+    @Test func redirectsAndSlotMapsParse() throws {
+        #expect(RedisRedirect(errorMessage: "MOVED 3999 127.0.0.1:6381", defaultHost: "h")
+            == .moved(slot: 3999, to: RedisNodeAddress(host: "127.0.0.1", port: 6381)))
+        #expect(RedisRedirect(errorMessage: "ASK 1 :7000", defaultHost: "10.0.0.1")
+            == .ask(slot: 1, to: RedisNodeAddress(host: "10.0.0.1", port: 7000)))
+        #expect(RedisRedirect(errorMessage: "MOVED 7 ::1:7001", defaultHost: "h")
+            == .moved(slot: 7, to: RedisNodeAddress(host: "::1", port: 7001)))
+        for bad in ["MOVED", "MOVED 16384 a:1", "MOVED 1 a:0", "MOVED 1 a", "ASK x a:1", "ERR 1 a:1", "MOVED 1 a:1 extra"] {
+            #expect(RedisRedirect(errorMessage: bad, defaultHost: "h") == nil, "\(bad)")
+        }
+        let reply = RESPValue.array([
+            .array([.integer(0), .integer(99), .array([.bulk(Array("10.0.0.1".utf8)), .integer(7000), .bulk([])])]),
+            .array([.integer(100), .integer(16383), .array([.bulk([]), .integer(7001)])]),
+        ])
+        let t = try RedisClusterTopology(clusterSlots: reply, askedHost: "seed")
+        #expect(t.masters[99] == RedisNodeAddress(host: "10.0.0.1", port: 7000))
+        #expect(t.masters[100] == RedisNodeAddress(host: "seed", port: 7001))
+        #expect(t.distinctMasters.count == 2)
+        for bad: RESPValue in [.integer(1), .array([.array([.integer(5), .integer(1), .array([.bulk([]), .integer(1)])])]),
+            .array([.array([.integer(0), .integer(16384), .array([.bulk([]), .integer(1)])])])]
+        {
+            #expect(throws: StoreError.self) { try RedisClusterTopology(clusterSlots: bad, askedHost: "seed") }
+        }
+    }
+
+    @Test func aSlotThatMovesIsFollowed() async throws {
+        try await withClusterStore { cluster, store, client in
+            let key = Fixtures.newKey(userId: "mover")
+            #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 1))
+            let slot = Int(RedisHashSlot.slot(ofTag: Base64.encodeURL(key.keyId)))
+            let from = try cluster.owner(ofSlot: slot)
+            let to = (from + 1) % cluster.nodes.count
+            try cluster.migrate(slot: slot, from: from, to: to)
+            // The client still maps the slot to `from`: MOVED, then the commit lands on `to`.
+            let commit = try await store.commitAssertion(keyId: key.keyId, counter: 1, challenge: nil).get()
+            #expect(commit.rejection == nil)
+            #expect(try await client.master(forSlot: UInt16(slot)).get()?.port == cluster.nodes[to].port)
+            #expect(try cluster.nodes[to].run(["HGET", "ag:{\(Base64.encodeURL(key.keyId))}:key", "cnt"]).string == "1")
+            #expect(try cluster.nodes[from].run(["CLUSTER", "COUNTKEYSINSLOT", String(slot)]).int64 == 0)
+        }
+    }
+
+    @Test func aSlotInMigrationIsAskedAtItsNewNode() async throws {
+        try await withClusterStore { cluster, store, _ in
+            let key = Fixtures.newKey(userId: nil)
+            #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 0))
+            let tag = Base64.encodeURL(key.keyId)
+            let slot = Int(RedisHashSlot.slot(ofTag: tag))
+            let from = try cluster.owner(ofSlot: slot)
+            let to = (from + 1) % cluster.nodes.count
+            // Half-way: the record has moved, the old node answers ASK for it.
+            try cluster.beginMigration(slot: slot, from: from, to: to)
+            let moved = try cluster.nodes[from].run([
+                "MIGRATE", "127.0.0.1", String(cluster.nodes[to].port), "ag:{\(tag)}:key", "0", "5000",
+            ])
+            #expect(moved == .status("OK"))
+            #expect(try await store.commitAssertion(keyId: key.keyId, counter: 1, challenge: nil).get().rejection == nil)
+            // A new challenge is created where the slot is going, and spent there.
+            let challenge = try await Fixtures.assertChallenge(key.keyId, in: store)
+            #expect(try cluster.nodes[to].run(["CLUSTER", "COUNTKEYSINSLOT", String(slot)]).int64 == 2)
+            let spent = try await store.commitAssertion(keyId: key.keyId, counter: 2, challenge: challenge).get()
+            #expect(spent.rejection == nil)
+            #expect(try await store.commitAssertion(keyId: key.keyId, counter: 2, challenge: nil).get().rejection == .counterReplay)
+            #expect(try cluster.nodes[from].run(["CLUSTER", "COUNTKEYSINSLOT", String(slot)]).int64 == 0)
+
+            // Registering another key of that slot needs its challenge (on the
+            // new node) and its record (nowhere yet) together: Redis answers
+            // TRYAGAIN until the migration ends; the client retries, then reports it.
+            var other = Fixtures.newKey(userId: nil)
+            while RedisHashSlot.slot(ofTag: Base64.encodeURL(other.keyId)) != UInt16(slot) {
+                other.keyId = Fixtures.randomBytes(32)
+            }
+            let attest = StoreChallenge.generate()
+            try await store.issueChallenge(keyId: other.keyId, purpose: .attest, challenge: attest, ttl: .seconds(60)).get()
+            let error = await #expect(throws: StoreError.self) {
+                _ = try await store.registerKey(other, attestChallenge: attest).get()
+            }
+            #expect("\(error.map { "\($0)" } ?? "")".contains("TRYAGAIN"))
+            try cluster.finishMigration(slot: slot, from: from, to: to)
+            #expect(try await store.registerKey(other, attestChallenge: attest).get() == .registered(userKeyCount: 0))
+            #expect(try await store.commitAssertion(keyId: key.keyId, counter: 3, challenge: nil).get().rejection == nil)
+            #expect(try cluster.nodes[to].run(["HGET", "ag:{\(tag)}:key", "cnt"]).string == "3")
+        }
+    }
+
+    @Test func aMasterDownFailsOnlyItsOwnKeys() async throws {
+        try await withClusterStore { cluster, store, _ in
+            var keys: [Int: NewKeyRecord] = [:]
+            while keys.count < 2 {
+                let key = Fixtures.newKey(userId: nil)
+                let owner = try cluster.owner(ofSlot: Int(RedisHashSlot.slot(ofTag: Base64.encodeURL(key.keyId))))
+                guard owner < 2, keys[owner] == nil else { continue }
+                #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 0))
+                keys[owner] = key
+            }
+            let down = try #require(keys[0]), up = try #require(keys[1])
+            cluster.nodes[0].stop()
+            await #expect(throws: StoreError.self) {
+                _ = try await store.commitAssertion(keyId: down.keyId, counter: 1, challenge: nil).get()
+            }
+            await #expect(throws: StoreError.self) { try await store.ping().get() }
+            #expect(try await store.commitAssertion(keyId: up.keyId, counter: 1, challenge: nil).get().rejection == nil)
+        }
+    }
+
+    @Test func seedsThatAreDownOrNotAClusterAreReported() async throws {
+        let plain = try RedisServerFixture()
+        defer { plain.stop() }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // A standalone server as the only seed: its own refusal is the error.
+        let lonely = makeStore(seeds: [plain.port], group: group)
+        let error = await #expect(throws: StoreError.self) { try await lonely.ping().get() }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("cluster support disabled"))
+        try await lonely.shutdown().get()
+        // A dead seed before a live one is skipped.
+        let cluster = try RedisClusterFixture(masters: 1)
+        defer { cluster.stop() }
+        let store = makeStore(seeds: [try RedisServerFixture.freePort(), cluster.nodes[0].port], group: group)
+        try await store.ping().get()
+        let key = Fixtures.newKey(userId: "seeded")
+        #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 1))
+        try await store.shutdown().get()
+        try await group.shutdownGracefully()
+    }
+
+    // MARK: helpers
+
+    private func makeStore(seeds: [Int], group: EventLoopGroup) -> RedisStore {
+        var config = RedisClientConfiguration(
+            url: RedisURL(host: "127.0.0.1", port: seeds[0]), connectTimeout: .seconds(2), commandTimeout: .seconds(2))
+        config.clusterSeeds = seeds.map { RedisNodeAddress(host: "127.0.0.1", port: $0) }
+        return RedisStore(configuration: config, eventLoop: group.next())
+    }
+
+    private func withClusterStore(
+        _ body: (RedisClusterFixture, RedisStore, RedisClusterClient) async throws -> Void
+    ) async throws {
+        let cluster = try RedisClusterFixture()
+        defer { cluster.stop() }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let store = makeStore(seeds: cluster.nodes.map(\.port), group: group)
+        var failure: (any Error)?
+        do {
+            let client = try #require(store.redis as? RedisClusterClient)
+            try await body(cluster, store, client)
+        } catch {
+            failure = error
+        }
+        try? await store.shutdown().get()
+        try? await group.shutdownGracefully()
+        if let failure { throw failure }
+    }
+}
