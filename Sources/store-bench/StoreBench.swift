@@ -19,6 +19,12 @@ import Glibc
 /// `Benchmarks/make-pki.sh DIR` writes them): both sides talk TLS to the
 /// server's TLS port with a client certificate — `rediss://` for ours,
 /// `redis-benchmark --tls` for theirs.
+///
+/// `--cluster`: the server runs with `--cluster-enabled yes` and serves every
+/// slot (a one-master cluster), and each round adds a third run: the same
+/// commits through `RedisClusterClient` (slot per command, map lookup,
+/// redirect checks), so its cost shows against the plain client on the same
+/// node in the same round.
 @main
 struct StoreBench {
     struct Options {
@@ -29,12 +35,17 @@ struct StoreBench {
         var redisServer = "/usr/bin/redis-server"
         var redisBenchmark = "/usr/bin/redis-benchmark"
         var tlsDirectory: String?
+        var cluster = false
     }
 
     static func parse() -> Options {
         var o = Options()
         var args = CommandLine.arguments.dropFirst()
         while let a = args.popFirst() {
+            if a == "--cluster" {
+                o.cluster = true
+                continue
+            }
             let v = args.popFirst() ?? ""
             switch a {
             case "--inflight": o.inflight = Int(v) ?? o.inflight
@@ -45,7 +56,7 @@ struct StoreBench {
             case "--redis-benchmark": o.redisBenchmark = v
             case "--tls": o.tlsDirectory = v
             default:
-                print("usage: store-bench [--inflight N] [--seconds S] [--rounds R] [--keys K] [--tls DIR]")
+                print("usage: store-bench [--inflight N] [--seconds S] [--rounds R] [--keys K] [--tls DIR] [--cluster]")
                 exit(2)
             }
         }
@@ -54,7 +65,7 @@ struct StoreBench {
 
     static func main() async throws {
         let o = parse()
-        let server = try BenchRedisServer(path: o.redisServer, tlsDirectory: o.tlsDirectory)
+        let server = try BenchRedisServer(path: o.redisServer, tlsDirectory: o.tlsDirectory, cluster: o.cluster)
         defer { server.stop() }
         print("redis-server pid \(server.pid) on 127.0.0.1:\(server.port)"
             + (server.tlsPort.map { ", TLS on :\($0) (client certificate required)" } ?? ""))
@@ -70,6 +81,10 @@ struct StoreBench {
         let client = RedisClient(configuration: config, eventLoop: loop, scripts: RedisStore.scripts)
         let store = RedisStore(redis: client)
         let sha = RedisStore.commitScriptSHA1
+        var clusterStore: RedisStore?
+        if o.cluster {
+            clusterStore = try await makeOneNodeCluster(client: client, config: config, port: server.tlsPort ?? server.port)
+        }
 
         // Key ids for our side, and the same number of keys for redis-benchmark's
         // `ag:{__rand_int__}:key` names (12-digit numbers < --keys), counter 0.
@@ -85,7 +100,17 @@ struct StoreBench {
 
         var ours: [Double] = []
         var theirs: [Double] = []
+        var clusterRatios: [Double] = []
         for round in 1...o.rounds {
+            if let clusterStore {
+                _ = try await client.send("CONFIG", "RESETSTAT").get()
+                let c = try await runOurs(store: clusterStore, keys: keys, inflight: o.inflight, seconds: o.seconds)
+                let stats = try await client.send("INFO", "commandstats").get().string ?? ""
+                let evalsha = commandCalls(stats, "evalsha")
+                print(String(format: "round %d  RedisStore on RedisClusterClient %10.0f commits/s  (%d commits, %d errors; evalsha calls=%d → %@)",
+                    round, c.rate, c.total, c.errors, evalsha, evalsha == c.total ? "one EVALSHA per commit" : "MISMATCH" as NSString))
+                clusterRatios.append(c.rate)
+            }
             _ = try await client.send("CONFIG", "RESETSTAT").get()
             let r = try await runOurs(store: store, keys: keys, inflight: o.inflight, seconds: o.seconds)
             let stats = try await client.send("INFO", "commandstats").get().string ?? ""
@@ -95,6 +120,10 @@ struct StoreBench {
                 round, r.rate, r.total, r.errors, evalsha, hmget,
                 evalsha == r.total && hmget == r.total ? "exactly one EVALSHA per commit" : "MISMATCH" as NSString))
             ours.append(r.rate)
+            if o.cluster, let c = clusterRatios.popLast() {
+                clusterRatios.append(c / r.rate)
+                print(String(format: "round %d  cluster client ÷ plain client %.2f", round, c / r.rate))
+            }
             let n = max(100_000, Int(r.rate * Double(o.seconds)))
             let rb = try runRedisBenchmark(
                 path: o.redisBenchmark, port: server.tlsPort ?? server.port, tls: Self.redisBenchmarkTLS(o.tlsDirectory),
@@ -113,8 +142,31 @@ struct StoreBench {
         print("redis-benchmark command: \(o.redisBenchmark) -h 127.0.0.1 -p \(server.tlsPort ?? server.port) "
             + Self.redisBenchmarkTLS(o.tlsDirectory).map { "\($0) " }.joined()
             + "-c 1 -P \(o.inflight) -n N -r \(o.keys) --csv EVALSHA \(sha) 1 'ag:{__rand_int__}:key' __rand_int__")
+        if o.cluster {
+            print(String(format: "cluster client ÷ plain client, median of the round ratios: %.2f", median(clusterRatios)))
+        }
+        try await clusterStore?.shutdown().get()
         try await store.shutdown().get()
         try await group.shutdownGracefully()
+    }
+
+    /// Gives the one node every slot, waits for `cluster_state:ok` (polled:
+    /// the node needs a moment after start), and returns a store on a
+    /// cluster client seeded with it.
+    static func makeOneNodeCluster(client: RedisClient, config: RedisClientConfiguration, port: Int) async throws -> RedisStore {
+        let added = try await client.send("CLUSTER", "ADDSLOTSRANGE", "0", "16383").get()
+        guard case .status("OK") = added else { throw BenchError.clusterSetup("\(added)") }
+        let deadline = Date().addingTimeInterval(30)
+        while !(try await client.send("CLUSTER", "INFO").get().string ?? "").contains("cluster_state:ok") {
+            guard Date() < deadline else { throw BenchError.clusterSetup("cluster_state not ok within 30 s") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let cluster = RedisClusterClient(
+            configuration: config, seeds: [RedisNodeAddress(host: "127.0.0.1", port: port)], eventLoop: client.eventLoop,
+            scripts: RedisStore.scripts)
+        let store = RedisStore(redis: cluster)
+        try await store.ping().get()
+        return store
     }
 
     static func redisBenchmarkTLS(_ dir: String?) -> [String] {
@@ -210,6 +262,7 @@ struct StoreBench {
         case populateFailed
         case redisBenchmarkOutput(String)
         case serverDidNotStart
+        case clusterSetup(String)
     }
 }
 
@@ -289,13 +342,22 @@ final class BenchRedisServer {
     /// With a TLS directory: the TLS port (the plain one stays for readiness).
     let tlsPort: Int?
 
-    init(path: String, tlsDirectory: String? = nil) throws {
+    /// `--cluster`: the node's directory (its nodes.conf), removed at stop.
+    private(set) var clusterDirectory: String?
+
+    init(path: String, tlsDirectory: String? = nil, cluster: Bool = false) throws {
         var lastPort = 0
         for _ in 0..<5 {
             let port = Int.random(in: 20000...40000)
             lastPort = port
             let tlsPort = tlsDirectory.map { _ in port + 1 }
             var args = [path, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]
+            if cluster {
+                let dir = NSTemporaryDirectory() + "store-bench-cluster-\(port)"
+                clusterDirectory = dir
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                args += ["--cluster-enabled", "yes", "--dir", dir]
+            }
             if let dir = tlsDirectory, let tlsPort {
                 args += [
                     "--tls-port", String(tlsPort), "--tls-cert-file", dir + "/server.crt", "--tls-key-file", dir + "/server.key",
@@ -333,6 +395,7 @@ final class BenchRedisServer {
     }
 
     func stop() {
+        defer { if let dir = clusterDirectory { try? FileManager.default.removeItem(atPath: dir) } }
         kill(pid, SIGTERM)
         var status: Int32 = 0
         for _ in 0..<500 {

@@ -9,9 +9,11 @@ import Foundation
 /// node reports `cluster_state:ok` and sees every other: polled with a
 /// deadline, as gossip between external processes takes its time.
 public final class RedisClusterFixture: @unchecked Sendable {
-    public let nodes: [RedisServerFixture]
-    public let ids: [String]
-    private let directories: [URL]
+    /// The masters first, then replicas added with `addReplica`.
+    public private(set) var nodes: [RedisServerFixture]
+    public private(set) var ids: [String]
+    private var directories: [URL]
+    private let masterCount: Int
 
     public init(masters: Int = 3) throws {
         var nodes: [RedisServerFixture] = []
@@ -34,6 +36,7 @@ public final class RedisClusterFixture: @unchecked Sendable {
                 try Self.expectOK(node.run(["CLUSTER", "MEET", "127.0.0.1", String(nodes[0].port)]), "MEET")
             }
             ids = try nodes.map { try $0.text("CLUSTER", "MYID") }
+            masterCount = masters
             self.nodes = nodes
             self.directories = directories
             try waitUntil("every node sees the whole cluster") { try self.isConsistent() }
@@ -106,11 +109,51 @@ public final class RedisClusterFixture: @unchecked Sendable {
         try finishMigration(slot: slot, from: from, to: to)
     }
 
+    /// Starts a node that replicates master `master`; ready once its
+    /// replication link is up. → its index in `nodes`.
+    public func addReplica(of master: Int) throws -> Int {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-cluster-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        directories.append(dir)
+        let node = try RedisServerFixture(extraArguments: [
+            "--cluster-enabled", "yes", "--dir", dir.path, "--cluster-node-timeout", "5000",
+        ])
+        nodes.append(node)
+        ids.append(try node.text("CLUSTER", "MYID"))
+        try Self.expectOK(node.run(["CLUSTER", "MEET", "127.0.0.1", String(nodes[0].port)]), "MEET")
+        try waitUntil("the replica knows its master") {
+            (try node.text("CLUSTER", "NODES")).contains(self.ids[master])
+        }
+        try Self.expectOK(node.run(["CLUSTER", "REPLICATE", ids[master]]), "REPLICATE")
+        try waitUntil("the replica's link is up") {
+            (try node.text("INFO", "replication")).contains("master_link_status:up")
+        }
+        try waitUntil("every node sees the replica") { try self.isConsistent() }
+        return nodes.count - 1
+    }
+
+    /// `CLUSTER FAILOVER TAKEOVER` on `replica` (for when its master is
+    /// down): it serves the master's slots at once; the live nodes learn it
+    /// by gossip (waited for).
+    public func takeOver(replica: Int, from master: Int) throws {
+        try Self.expectOK(nodes[replica].run(["CLUSTER", "FAILOVER", "TAKEOVER"]), "FAILOVER TAKEOVER")
+        let port = Int64(nodes[replica].port)
+        try waitUntil("the live nodes agree the replica took over") {
+            try self.nodes.indices.filter { $0 != master }.allSatisfy { i in
+                guard case .array(let ranges) = try self.nodes[i].run(["CLUSTER", "SLOTS"]) else { return false }
+                return ranges.contains { range in
+                    guard case .array(let r) = range, r.count >= 3, case .array(let n) = r[2], n.count >= 2 else { return false }
+                    return n[1].int64 == port
+                }
+            }
+        }
+    }
+
     private func isConsistent() throws -> Bool {
         for node in nodes {
             let info = try node.text("CLUSTER", "INFO")
             guard info.contains("cluster_state:ok"), info.contains("cluster_known_nodes:\(nodes.count)") else { return false }
-            guard case .array(let ranges) = try node.run(["CLUSTER", "SLOTS"]), ranges.count == nodes.count else {
+            guard case .array(let ranges) = try node.run(["CLUSTER", "SLOTS"]), ranges.count == masterCount else {
                 return false
             }
         }

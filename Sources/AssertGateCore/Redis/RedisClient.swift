@@ -100,7 +100,7 @@ public final class RedisClient: @unchecked Sendable {
             case .failure(let error):
                 completion(.failure(error))
             case .success(.error(let message)) where message.hasPrefix("NOSCRIPT"):
-                self.reloadAndRetry(script, command).whenComplete { retried in
+                self.reloadAndRetry(script, command, asking: asking).whenComplete { retried in
                     completion(retried.flatMap { reply in Result { try transform(reply) } })
                 }
             case .success(let reply):
@@ -129,12 +129,15 @@ public final class RedisClient: @unchecked Sendable {
 
     private static let askingCommand = RESPCommand("ASKING")
 
-    private func reloadAndRetry(_ script: RedisScript, _ command: RESPCommand) -> EventLoopFuture<RESPValue> {
+    /// The retry keeps `ASKING` in front when the first try had it.
+    private func reloadAndRetry(_ script: RedisScript, _ command: RESPCommand, asking: Bool) -> EventLoopFuture<RESPValue> {
         sendOnLoop(RESPCommand("SCRIPT", "LOAD", .string(script.source))).flatMap { loaded in
             if case .error(let e) = loaded {
                 return self.eventLoop.makeFailedFuture(StoreError.serverError("SCRIPT LOAD: \(e)"))
             }
-            return self.sendOnLoop(command)
+            let promise = self.eventLoop.makePromise(of: RESPValue.self)
+            self.submit(RedisRequest(command: command, promise: promise), asking: asking)
+            return promise.futureResult
         }
     }
 

@@ -22,6 +22,10 @@ public protocol RedisExecutor: AnyObject, Sendable {
     /// must visit every node, such as `SCAN` and `PING`.
     func masters() -> EventLoopFuture<[RedisClient]>
 
+    /// Whether the store can serve: the server answers `PING` (a cluster:
+    /// see `RedisClusterClient.ping`).
+    func ping() -> EventLoopFuture<Void>
+
     func shutdown() -> EventLoopFuture<Void>
 }
 
@@ -68,5 +72,11 @@ extension RedisClient: RedisExecutor {
 
     public func masters() -> EventLoopFuture<[RedisClient]> {
         eventLoop.makeSucceededFuture([self])
+    }
+
+    public func ping() -> EventLoopFuture<Void> {
+        send("PING").flatMapThrowing { reply in
+            guard case .status("PONG") = reply else { throw RedisStore.unexpected(reply, "PING") }
+        }
     }
 }

@@ -17,7 +17,14 @@ public final class RedisStore: Store {
     /// loaded on connect; a missing one costs a NOSCRIPT round trip once).
     public init(redis: any RedisExecutor) {
         self.redis = redis
+        self.standalone = redis as? RedisClient
+        self.cluster = redis as? RedisClusterClient
     }
+
+    /// `redis` by its concrete type, for the commit path (a direct call,
+    /// specialised, instead of a generic one through the protocol).
+    private let standalone: RedisClient?
+    private let cluster: RedisClusterClient?
 
     /// A store with its own client(s) on `eventLoop`, connecting immediately:
     /// a cluster client when `configuration.clusterSeeds` is not empty.
@@ -116,22 +123,28 @@ public final class RedisStore: Store {
 
     /// On a cluster the key's record, its user's key set and the refresh
     /// schedule live on different slots, so registration takes steps, each
-    /// atomic on its node, ordered so that a failure leaves nothing wrong:
-    /// 1. the keyId joins the user's set (`SADD`), which gives the count;
-    /// 2. the register script (challenge consumed, record created, with that
-    ///    count as `ukc`); if it refuses or fails, step 1 is undone when it
-    ///    added the keyId;
-    /// 3. the set is read again and every key of the user gets the count
-    ///    (`ukc` only ever rises), so keys registered at the same time agree;
+    /// atomic on its node:
+    /// 1. the keyId joins the user's set (`SADD`, idempotent);
+    /// 2. the register script (challenge consumed, record created with
+    ///    `ukc` 1). A refusal or failure leaves the keyId in the set without
+    ///    a record: nothing counts it (step 3 counts records), and a retry
+    ///    of the same key reuses it. Nothing is ever taken out of the set,
+    ///    so a concurrent registration of the same key cannot lose its entry;
+    /// 3. the set is read AFTER the record exists, the members whose record
+    ///    carries this userId are counted (revoked ones included, as on one
+    ///    server), and each of them gets that count as `ukc` (it only rises:
+    ///    the registration that finishes last has seen every record, so
+    ///    concurrent ones converge). A failure here leaves older counts in
+    ///    place until the user's next registration; the key IS registered;
     /// 4. the key joins the refresh schedule (a failure here is left to the
-    ///    backfill walk at the next start: the key IS registered).
-    /// The commit script then reads `ukc` from the key's own record: one
-    /// round trip per assertion on a cluster too.
+    ///    backfill walk at the next start).
+    /// The commit script reads `ukc` from the key's own record: one round
+    /// trip per assertion on a cluster too.
     private func registerInCluster(
         _ key: NewKeyRecord, k: String, uid: String?, attestChallenge: String, fields: [RESPArgument]
     ) -> EventLoopFuture<RegisterResult> {
         let keys = [Self.keyHash(k), Self.challengeKey(k, attestChallenge)]
-        let refresh: @Sendable () -> EventLoopFuture<Void> = {
+        let schedule: @Sendable () -> EventLoopFuture<Void> = {
             guard let at = key.refreshAt else { return self.eventLoop.makeSucceededVoidFuture() }
             return self.scheduleReceiptRefresh(keyId: key.keyId, at: at).recover { _ in }
         }
@@ -140,58 +153,57 @@ public final class RedisStore: Store {
                 .flatMapThrowing { try Self.parseRegister($0) }
                 .flatMap { result in
                     guard case .registered = result else { return self.eventLoop.makeSucceededFuture(result) }
-                    return refresh().map { result }
+                    return schedule().map { result }
                 }
         }
         let set = Self.userSet(uid)
-        return redis.evalSHA(RedisStoreScripts.userAdd, keys: [set], arguments: [.string(k)])
-            .flatMapThrowing { reply -> (added: Bool, count: Int64) in
-                guard case .array(let a) = reply, a.count == 2, let added = a[0].int64, let n = a[1].int64 else {
-                    throw Self.unexpected(reply, "user set")
-                }
-                return (added == 1, n)
+        return redis.send(key: set, RESPCommand("SADD", .string(set), .string(k)))
+            .flatMapThrowing { reply in
+                guard case .integer = reply else { throw Self.unexpected(reply, "SADD") }
             }
-            .flatMap { user in
-                self.redis.evalSHA(
-                    RedisStoreScripts.register, keys: keys, arguments: [.string(k), ""] + fields + ["ukc", .integer(user.count)]
-                )
-                .flatMapThrowing { try Self.parseRegister($0) }
-                .flatMapError { error in
-                    self.undoUserAdd(user.added, set: set, k: k).flatMapThrowing { throw error }
-                }
-                .flatMap { result in
-                    guard case .registered = result else {
-                        return self.undoUserAdd(user.added, set: set, k: k).map { result }
-                    }
-                    return self.spreadUserKeyCount(set: set).flatMap { count in
-                        refresh().map { .registered(userKeyCount: max(count, Int(user.count))) }
-                    }
+            .flatMap {
+                self.redis.evalSHA(RedisStoreScripts.register, keys: keys, arguments: [.string(k), ""] + fields + ["ukc", "1"])
+            }
+            .flatMapThrowing { try Self.parseRegister($0) }
+            .flatMap { result in
+                guard case .registered = result else { return self.eventLoop.makeSucceededFuture(result) }
+                return self.spreadUserKeyCount(set: set, uid: uid, k: k).recover { _ in 1 }.flatMap { count in
+                    schedule().map { .registered(userKeyCount: count) }
                 }
             }
     }
 
-    private func undoUserAdd(_ added: Bool, set: String, k: String) -> EventLoopFuture<Void> {
-        guard added else { return eventLoop.makeSucceededVoidFuture() }
-        return redis.send(key: set, RESPCommand("SREM", .string(set), .string(k))).map { _ in }.recover { _ in }
-    }
+    /// Users with more keys than this get an approximate count (the set's
+    /// size) written to the new key only: the exact count costs a round trip
+    /// per key of the user, on every registration.
+    static let maxUserKeysCounted = 256
 
-    /// Step 3 of `registerInCluster`: the user's keys all get the set's size
-    /// (a key whose update fails keeps the older count until the user's next
-    /// registration). → the size.
-    private func spreadUserKeyCount(set: String) -> EventLoopFuture<Int> {
+    /// Step 3 of `registerInCluster`. → the count.
+    private func spreadUserKeyCount(set: String, uid: String, k: String) -> EventLoopFuture<Int> {
         redis.send(key: set, RESPCommand("SMEMBERS", .string(set))).flatMap { reply in
-            guard case .array(let members) = reply else {
-                return self.failed(Self.unexpected(reply, "SMEMBERS"))
+            guard case .array(let replies) = reply else { return self.failed(Self.unexpected(reply, "SMEMBERS")) }
+            let members = replies.compactMap(\.string)
+            guard members.count <= Self.maxUserKeysCounted else {
+                return self.raiseUserKeyCount(of: [k], to: members.count)
             }
-            let n = members.count
-            let raises = members.compactMap { m -> EventLoopFuture<Void>? in
-                guard let member = m.string else { return nil }
-                return self.redis.evalSHA(
-                    RedisStoreScripts.raiseUserKeyCount, keys: [Self.keyHash(member)], arguments: [.integer(Int64(n))]
-                ).map { _ in }.recover { _ in }
+            let owners = members.map { m in
+                self.redis.send(key: Self.keyHash(m), RESPCommand("HGET", .string(Self.keyHash(m)), "uid"))
+                    .map { $0.string == uid ? m : nil }
             }
-            return EventLoopFuture.andAllComplete(raises, on: self.eventLoop).map { n }
+            return EventLoopFuture.whenAllSucceed(owners, on: self.eventLoop).flatMap { found in
+                let keys = found.compactMap { $0 }
+                return self.raiseUserKeyCount(of: keys, to: keys.count)
+            }
         }
+    }
+
+    private func raiseUserKeyCount(of keys: [String], to n: Int) -> EventLoopFuture<Int> {
+        // One key failing keeps its older count; the others still rise.
+        let raises = keys.map { m in
+            redis.evalSHA(RedisStoreScripts.raiseUserKeyCount, keys: [Self.keyHash(m)], arguments: [.integer(Int64(n))])
+                .map { _ in }
+        }
+        return EventLoopFuture.andAllComplete(raises, on: eventLoop).map { n }
     }
 
     public func loadKey(keyId: [UInt8]) -> EventLoopFuture<StoredKey?> {
@@ -226,8 +238,8 @@ public final class RedisStore: Store {
             return
         }
         // The hot path: a precomputed head, then the key name(s) and counter.
-        let cluster = redis.isCluster
-        let heads = cluster ? Self.clusterCommitHeads : Self.commitHeads
+        let isCluster = redis.isCluster
+        let heads = isCluster ? Self.clusterCommitHeads : Self.commitHeads
         var w = RESPCommandWriter(head: challenge == nil ? heads.0 : heads.1, capacity: 256)
         w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:key")
         if let challenge {
@@ -237,10 +249,21 @@ public final class RedisStore: Store {
             w.bulkKey(prefix: "ag:{", tagBytes: keyId, suffix: "}:ch:", tail: ChallengeCodec.isWellFormed(challenge) ? challenge : "!")
         }
         w.bulk(Int64(counter))
-        redis.evalSHA(
-            cluster ? RedisStoreScripts.clusterCommit : RedisStoreScripts.commit, command: RESPCommand(writer: w),
-            slot: cluster ? RedisHashSlot.slot(ofTag: Base64.encodeURL(keyId).utf8) : 0,
-            { reply in try RedisStore.parseCommit(reply) }, completion: completion)
+        let command = RESPCommand(writer: w)
+        if let standalone {
+            standalone.evalSHA(
+                RedisStoreScripts.commit, command: command, asking: false, { try RedisStore.parseCommit($0) },
+                completion: completion)
+        } else if let cluster {
+            cluster.evalSHA(
+                RedisStoreScripts.clusterCommit, command: command, slot: RedisHashSlot.slot(ofBase64URLOf: keyId),
+                { try RedisStore.parseCommit($0) }, completion: completion)
+        } else {
+            redis.evalSHA(
+                isCluster ? RedisStoreScripts.clusterCommit : RedisStoreScripts.commit, command: command,
+                slot: isCluster ? RedisHashSlot.slot(ofBase64URLOf: keyId) : 0,
+                { try RedisStore.parseCommit($0) }, completion: completion)
+        }
     }
 
     /// `EVALSHA <commit sha> 1|2` encoded once, per script.
@@ -380,28 +403,40 @@ public final class RedisStore: Store {
         }
     }
 
-    /// The cursor is `<node>:<SCAN cursor>`, walking the masters one after
-    /// the other (on a cluster, a map change during the walk may make it skip
-    /// or repeat keys: repeats are harmless, and a skipped key is caught by
-    /// the next start's walk).
+    /// The cursor is `<master host:port> <SCAN cursor>`: the walk visits the
+    /// masters one after the other in address order. A master that is gone
+    /// when the walk comes back (a failover) is replaced by the next one in
+    /// that order, so a map change can make the walk repeat keys (harmless:
+    /// `ZADD NX`) or miss some on the failed node's successor, which the next
+    /// start's walk catches.
     public func scheduleUnscheduledKeys(cursor: String?, at: Int64, spread: Int64, count: Int)
         -> EventLoopFuture<(cursor: String?, added: Int)>
     {
-        var position = (node: 0, scan: "0")
-        if let cursor, let colon = cursor.firstIndex(of: ":"), let n = Int(cursor[..<colon]), n >= 0 {
-            position = (n, String(cursor[cursor.index(after: colon)...]))
-        }
-        let (node, scan) = position
-        return redis.masters().flatMap { masters -> EventLoopFuture<(cursor: String?, added: Int)> in
-            guard node < masters.count else { return self.eventLoop.makeSucceededFuture((nil, 0)) }
-            return masters[node].send(
+        redis.masters().flatMap { clients -> EventLoopFuture<(cursor: String?, added: Int)> in
+            let masters = clients.map { RedisNodeAddress(host: $0.configuration.url.host, port: $0.configuration.url.port) }
+            var node = 0
+            var scan = "0"
+            if let cursor, let space = cursor.lastIndex(of: " "),
+                let address = RedisNodeAddress.parse(cursor[..<space], defaultHost: "")
+            {
+                if let i = masters.firstIndex(of: address) {
+                    node = i
+                    scan = String(cursor[cursor.index(after: space)...])
+                } else if let i = masters.firstIndex(where: { ($0.host, $0.port) > (address.host, address.port) }) {
+                    node = i
+                } else {
+                    return self.eventLoop.makeSucceededFuture((nil, 0))
+                }
+            }
+            let (i, here) = (node, masters[node])
+            return clients[i].send(
                 "SCAN", .string(scan), "MATCH", "ag:{*}:key", "COUNT", .integer(Int64(max(1, count)))
             ).flatMap { reply -> EventLoopFuture<(cursor: String?, added: Int)> in
                 guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].string,
                     case .array(let names) = parts[1]
                 else { return self.failed(Self.unexpected(reply, "SCAN")) }
                 let nextCursor: String? =
-                    next != "0" ? "\(node):\(next)" : node + 1 < masters.count ? "\(node + 1):0" : nil
+                    next != "0" ? "\(here) \(next)" : i + 1 < masters.count ? "\(masters[i + 1]) 0" : nil
                 // ZADD NX: a key already on the schedule keeps its time.
                 let adds = names.compactMap { name -> EventLoopFuture<Int>? in
                     guard let text = name.string, text.hasPrefix("ag:{"), text.hasSuffix("}:key") else { return nil }
@@ -435,15 +470,7 @@ public final class RedisStore: Store {
     }
 
     public func ping() -> EventLoopFuture<Void> {
-        // Every master: a cluster with one node down cannot serve its keys.
-        redis.masters().flatMap { masters in
-            EventLoopFuture.andAllSucceed(
-                masters.map { m in
-                    m.send("PING").flatMapThrowing { reply in
-                        guard case .status("PONG") = reply else { throw Self.unexpected(reply, "PING") }
-                    }
-                }, on: self.eventLoop)
-        }
+        redis.ping()
     }
 
     /// An error reply becomes `serverError` (its text is Redis' own and holds

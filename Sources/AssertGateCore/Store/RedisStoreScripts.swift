@@ -106,14 +106,6 @@ enum RedisStoreScripts {
         return due
         """)
 
-    /// Cluster registration, step 1. KEYS[1] = ag:u:{uid}; ARGV[1] = K.
-    /// → {1 if K was added (0: already there), the set's size}.
-    static let userAdd = RedisScript(
-        """
-        local added = redis.call('SADD', KEYS[1], ARGV[1])
-        return {added, redis.call('SCARD', KEYS[1])}
-        """)
-
     /// Cluster registration, step 3. KEYS[1] = ag:{K}:key; ARGV[1] = count.
     /// `ukc` only rises, so concurrent registrations of one user converge on
     /// the largest count; a key that does not exist is not created. → 1, or 0.
@@ -129,6 +121,6 @@ enum RedisStoreScripts {
     static let recordFields: [RESPArgument] = ["pk", "cnt", "env", "app", "uid", "created", "rev", "risk", "risk_at"]
 
     static let all: [RedisScript] = [
-        commit, clusterCommit, register, revoke, receipt, claimRefreshes, userAdd, raiseUserKeyCount,
+        commit, clusterCommit, register, revoke, receipt, claimRefreshes, raiseUserKeyCount,
     ]
 }

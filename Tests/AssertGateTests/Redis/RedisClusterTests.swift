@@ -15,6 +15,10 @@ import Verifier
 struct RedisClusterTests {
     @Test func hashSlotsAreRedisOwn() throws {
         #expect(RedisHashSlot.crc16(Array("123456789".utf8)) == 0x31C3)
+        for n in 0..<40 {
+            let bytes = Fixtures.randomBytes(n)
+            #expect(RedisHashSlot.slot(ofBase64URLOf: bytes) == RedisHashSlot.slot(ofTag: Base64.encodeURL(bytes)))
+        }
         let cluster = try RedisClusterFixture(masters: 1)
         defer { cluster.stop() }
         var keys = ["foo", "{user1000}.following", "{}", "{}{x}", "{{a}}", "a{b}c{d}", "{", "}{a}", "x{}y{z}", "é{ü}"]
@@ -36,17 +40,19 @@ struct RedisClusterTests {
             == .ask(slot: 1, to: RedisNodeAddress(host: "10.0.0.1", port: 7000)))
         #expect(RedisRedirect(errorMessage: "MOVED 7 ::1:7001", defaultHost: "h")
             == .moved(slot: 7, to: RedisNodeAddress(host: "::1", port: 7001)))
-        for bad in ["MOVED", "MOVED 16384 a:1", "MOVED 1 a:0", "MOVED 1 a", "ASK x a:1", "ERR 1 a:1", "MOVED 1 a:1 extra"] {
+        for bad in ["MOVED", "MOVED 16384 a:1", "MOVED 1 ?:7000", "MOVED 1 a:0", "MOVED 1 a", "ASK x a:1", "ERR 1 a:1", "MOVED 1 a:1 extra"] {
             #expect(RedisRedirect(errorMessage: bad, defaultHost: "h") == nil, "\(bad)")
         }
         let reply = RESPValue.array([
             .array([.integer(0), .integer(99), .array([.bulk(Array("10.0.0.1".utf8)), .integer(7000), .bulk([])])]),
-            .array([.integer(100), .integer(16383), .array([.bulk([]), .integer(7001)])]),
+            .array([.integer(100), .integer(16000), .array([.bulk([]), .integer(7001)])]),
+            .array([.integer(16001), .integer(16383), .array([.bulk(Array("?".utf8)), .integer(7002)])]),
         ])
         let t = try RedisClusterTopology(clusterSlots: reply, askedHost: "seed")
         #expect(t.masters[99] == RedisNodeAddress(host: "10.0.0.1", port: 7000))
         #expect(t.masters[100] == RedisNodeAddress(host: "seed", port: 7001))
         #expect(t.distinctMasters.count == 2)
+        #expect(t.masters[16001] == nil, "an unknown endpoint serves nothing")
         for bad: RESPValue in [.integer(1), .array([.array([.integer(5), .integer(1), .array([.bulk([]), .integer(1)])])]),
             .array([.array([.integer(0), .integer(16384), .array([.bulk([]), .integer(1)])])])]
         {
@@ -129,9 +135,71 @@ struct RedisClusterTests {
             await #expect(throws: StoreError.self) {
                 _ = try await store.commitAssertion(keyId: down.keyId, counter: 1, challenge: nil).get()
             }
-            await #expect(throws: StoreError.self) { try await store.ping().get() }
             #expect(try await store.commitAssertion(keyId: up.keyId, counter: 1, challenge: nil).get().rejection == nil)
+            // Two of three masters answer: still ready (one shard's keys fail
+            // on their own); with two down this gateway is not.
+            try await store.ping().get()
+            cluster.nodes[1].stop()
+            await #expect(throws: StoreError.self) { try await store.ping().get() }
         }
+    }
+
+    @Test func aFailoverIsFollowed() async throws {
+        try await withClusterStore { cluster, store, client in
+            // A key on master 0, replicated; master 0 dies, its replica takes
+            // over: the first commit fails (connection refused) and makes the
+            // client read the map again; the next ones reach the new master.
+            var key = Fixtures.newKey(userId: nil)
+            while try cluster.owner(ofSlot: Int(RedisHashSlot.slot(ofBase64URLOf: key.keyId))) != 0 {
+                key.keyId = Fixtures.randomBytes(32)
+            }
+            let replica = try cluster.addReplica(of: 0)
+            #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 0))
+            #expect(try cluster.nodes[0].run(["WAIT", "1", "5000"]).int64 == 1)
+            cluster.nodes[0].stop()
+            try cluster.takeOver(replica: replica, from: 0)
+            let slot = RedisHashSlot.slot(ofBase64URLOf: key.keyId)
+            var outcome: Result<CommitResult, any Error> = .failure(StoreError.unavailable(.notConnected))
+            let deadline = NIODeadline.now() + .seconds(10)
+            while case .failure = outcome, NIODeadline.now() < deadline {
+                do {
+                    outcome = .success(try await store.commitAssertion(keyId: key.keyId, counter: 1, challenge: nil).get())
+                } catch {
+                    outcome = .failure(error)
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            #expect(try outcome.get().rejection == nil)
+            #expect(try await client.master(forSlot: slot).get()?.port == cluster.nodes[replica].port)
+            try await store.ping().get()
+        }
+    }
+
+    @Test func shutdownDuringAMapRefreshLeavesNoClientBehind() async throws {
+        // The first seed holds CLUSTER SLOTS unanswered; the shutdown fails
+        // it, and the refresh must not go on to connect the second seed.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let asked = loop.makePromise(of: Void.self)
+        let never = loop.makePromise(of: String.self)
+        let first = try await ScriptedRedisServer(group: group) { _, command in
+            if command.first?.uppercased() == "CLUSTER" {
+                asked.succeed()
+                return never.futureResult
+            }
+            return loop.makeSucceededFuture("$1\r\nx\r\n")
+        }
+        let second = try await ScriptedRedisServer(group: group) { _, _ in loop.makeSucceededFuture("-ERR no\r\n") }
+        let store = makeStore(seeds: [first.port, second.port], group: group)
+        let client = try #require(store.redis as? RedisClusterClient)
+        try await asked.futureResult.get()
+        try await store.shutdown().get()
+        #expect(try await client.nodeClientCount.get() == 0)
+        #expect(second.connectionCount == 0)
+        never.fail(StoreError.unavailable(.shutdown))
+        try await first.close()
+        try await second.close()
+        try await group.shutdownGracefully()
     }
 
     @Test func seedsThatAreDownOrNotAClusterAreReported() async throws {

@@ -56,6 +56,37 @@ struct StoreConformanceTests {
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func concurrentRegistrationsOfOneUserAllSeeEveryKey(_ backend: StoreBackend) async throws {
+        try await withStore(backend, loops: 2) { h in
+            // Eight keys of one user registered at once (on a cluster: on
+            // several masters, each registration in steps); a refused one
+            // does not count. Every key then reports the final count.
+            let user = "together-\(UInt32.random(in: 0...UInt32.max))"
+            let keys = (0..<8).map { _ in Fixtures.newKey(userId: user) }
+            let stores = h.stores
+            try await withThrowingTaskGroup(of: RegisterResult.self) { group in
+                for (i, key) in keys.enumerated() {
+                    group.addTask { try await Fixtures.register(key, in: stores[i % stores.count]) }
+                }
+                for try await r in group {
+                    guard case .registered = r else { throw StoreError.unexpectedReply("\(r)") }
+                }
+            }
+            let refused = Fixtures.newKey(userId: user)
+            #expect(try await h.store.registerKey(refused, attestChallenge: StoreChallenge.generate()).get()
+                == .rejected(.unknownChallenge))
+            for key in keys {
+                let r = try await h.store.commitAssertion(keyId: key.keyId, counter: 1, challenge: nil).get()
+                #expect(r.state?.userKeyCount == 8)
+            }
+            let ninth = Fixtures.newKey(userId: user)
+            #expect(try await Fixtures.register(ninth, in: h.store) == .registered(userKeyCount: 9))
+            let r = try await h.store.commitAssertion(keyId: keys[0].keyId, counter: 2, challenge: nil).get()
+            #expect(r.state?.userKeyCount == 9)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func keyExistsKeepsTheChallenge(_ backend: StoreBackend) async throws {
         try await withStore(backend) { h in
             let key = Fixtures.newKey()

@@ -10,14 +10,16 @@ public struct RedisNodeAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// `host:port` as in MOVED/ASK replies (IPv6 hosts are not bracketed
     /// there: the port is after the last colon). An empty host means "the
-    /// node you asked" (`cluster-preferred-endpoint-type unknown-endpoint`).
+    /// node you asked"; `?` (endpoint unknown) is refused.
     static func parse(_ text: Substring, defaultHost: String) -> RedisNodeAddress? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
             (1...65535).contains(port)
         else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return RedisNodeAddress(host: host.isEmpty || host == "?" ? defaultHost : host, port: port)
+        // "?": the node's endpoint is unknown (not "the node you asked").
+        guard host != "?" else { return nil }
+        return RedisNodeAddress(host: host.isEmpty ? defaultHost : host, port: port)
     }
 }
 
@@ -56,7 +58,7 @@ struct RedisClusterTopology: Equatable {
     }
 
     /// `CLUSTER SLOTS`: `[[start, end, [host, port, id, ...], replicas...], ...]`.
-    /// `askedHost` stands in for an empty or unknown (`?`) host.
+    /// `askedHost` stands in for an empty host.
     init(clusterSlots reply: RESPValue, askedHost: String) throws(StoreError) {
         guard case .array(let ranges) = reply else { throw .unexpectedReply("CLUSTER SLOTS") }
         var masters = [RedisNodeAddress?](repeating: nil, count: RedisHashSlot.count)
@@ -65,8 +67,11 @@ struct RedisClusterTopology: Equatable {
                 0 <= start, start <= end, end < Int64(RedisHashSlot.count),
                 case .array(let node) = r[2], node.count >= 2, let port = node[1].int64, (1...65535).contains(port)
             else { throw .unexpectedReply("CLUSTER SLOTS entry") }
+            // An empty host is the node asked; "?" (endpoint unknown) leaves
+            // the range unserved until a later map knows better.
             let host = node[0].string ?? ""
-            let address = RedisNodeAddress(host: host.isEmpty || host == "?" ? askedHost : host, port: Int(port))
+            guard host != "?" else { continue }
+            let address = RedisNodeAddress(host: host.isEmpty ? askedHost : host, port: Int(port))
             for s in Int(start)...Int(end) { masters[s] = address }
         }
         self.masters = masters

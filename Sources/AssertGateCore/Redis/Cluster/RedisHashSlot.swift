@@ -26,6 +26,40 @@ public enum RedisHashSlot {
         slot(ofTag: tag.utf8)
     }
 
+    /// The slot of the tag `b64url(bytes)` (unpadded, as the store names
+    /// keys), encoded on the fly: no string is built on the commit path.
+    public static func slot(ofBase64URLOf bytes: [UInt8]) -> UInt16 {
+        var crc: UInt16 = 0
+        @inline(__always) func add(_ sextet: UInt32) {
+            crc = (crc << 8) ^ table[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ alphabet[Int(sextet & 0x3F)])]
+        }
+        var i = 0
+        while i + 3 <= bytes.count {
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            add(v >> 18)
+            add(v >> 12)
+            add(v >> 6)
+            add(v)
+            i += 3
+        }
+        switch bytes.count - i {
+        case 1:
+            let v = UInt32(bytes[i]) << 16
+            add(v >> 18)
+            add(v >> 12)
+        case 2:
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            add(v >> 18)
+            add(v >> 12)
+            add(v >> 6)
+        default:
+            break
+        }
+        return crc & 0x3FFF
+    }
+
+    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
     /// CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0.
     static func crc16(_ bytes: some Sequence<UInt8>) -> UInt16 {
         var crc: UInt16 = 0
