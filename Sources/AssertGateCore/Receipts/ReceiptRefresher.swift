@@ -103,15 +103,42 @@ final class ReceiptRefresher: @unchecked Sendable {
     func start() {
         eventLoop.execute {
             self.poll()
-            self.backfill().whenComplete { result in
+            self.backfillIfDue().whenComplete { result in
                 switch result {
-                case .success(let added) where added > 0:
+                case .success(.walked(let added)) where added > 0:
                     self.logger.info("receipt refresh: keys attested earlier put on the schedule", metadata: ["keys": "\(added)"])
-                case .success:
+                case .success(.walked):
                     break
+                case .success(.skipped(let at)):
+                    self.logger.debug(
+                        "receipt refresh: the stored keys were walked recently; not walking again",
+                        metadata: ["walkedAt": "\(at)"])
                 case .failure(let error):
                     self.logger.warning("receipt refresh: could not walk the stored keys", metadata: ["reason": "\(error)"])
                 }
+            }
+        }
+    }
+
+    enum BackfillOutcome: Equatable {
+        /// The walk ran to its end and put this many keys on the schedule.
+        case walked(Int)
+        /// A gateway on this store completed a walk at this time, less than
+        /// `refreshEvery` ago.
+        case skipped(walkedAt: Int64)
+    }
+
+    /// The walk, unless one completed less than `refreshEvery` ago; a
+    /// completed walk is recorded for that long. One that fails half-way is
+    /// not recorded, so the next start walks again.
+    func backfillIfDue(step: Int = 500) -> EventLoopFuture<BackfillOutcome> {
+        let every = max(1, settings.refreshEvery)
+        return store.lastBackfillWalk(now: clock()).hop(to: eventLoop).flatMap { last in
+            if let last { return self.eventLoop.makeSucceededFuture(.skipped(walkedAt: last)) }
+            return self.backfill(step: step).flatMap { added in
+                guard !self.stopped else { return self.eventLoop.makeSucceededFuture(.walked(added)) }
+                return self.store.recordBackfillWalk(at: self.clock(), validFor: every).hop(to: self.eventLoop)
+                    .map { .walked(added) }
             }
         }
     }

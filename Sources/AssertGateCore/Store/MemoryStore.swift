@@ -66,6 +66,8 @@ public final class MemoryStore: Store, StoreProvider {
         var users: [String: Set<[UInt8]>] = [:]
         /// Receipt refresh schedule: keyId → unix seconds.
         var refreshAt: [[UInt8]: Int64] = [:]
+        /// The last complete backfill walk: when, and until when it counts.
+        var walk: (at: Int64, until: Int64)?
         var sweepAt = 1024
 
         /// Takes the challenge if it is live and has `purpose`; a wrong purpose leaves it.
@@ -257,6 +259,17 @@ public final class MemoryStore: Store, StoreProvider {
             }
             return (nil, added)
         }
+    }
+
+    public func lastBackfillWalk(now: Int64) -> EventLoopFuture<Int64?> {
+        answer { state, _ in
+            guard let walk = state.walk, now < walk.until else { return nil }
+            return walk.at
+        }
+    }
+
+    public func recordBackfillWalk(at: Int64, validFor: Int64) -> EventLoopFuture<Void> {
+        answer { state, _ in state.walk = (at, at + max(1, validFor)) }
     }
 
     /// The scheduled refresh time of a key (for tests).

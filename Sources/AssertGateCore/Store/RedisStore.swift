@@ -452,6 +452,25 @@ public final class RedisStore: Store {
         }
     }
 
+    /// `ag:rr:walked`: the time of the last complete walk, expiring with it.
+    private static let walkKey = "ag:rr:walked"
+
+    public func lastBackfillWalk(now: Int64) -> EventLoopFuture<Int64?> {
+        redis.send(key: Self.walkKey, RESPCommand("GET", .string(Self.walkKey))).flatMapThrowing { reply in
+            if reply.isNull { return nil }
+            guard let at = reply.int64 else { throw Self.unexpected(reply, "GET") }
+            return at
+        }
+    }
+
+    public func recordBackfillWalk(at: Int64, validFor: Int64) -> EventLoopFuture<Void> {
+        redis.send(
+            key: Self.walkKey, RESPCommand("SET", .string(Self.walkKey), .integer(at), "EX", .integer(max(1, validFor)))
+        ).flatMapThrowing { reply in
+            guard case .status = reply else { throw Self.unexpected(reply, "SET") }
+        }
+    }
+
     public func receiptRefreshSource(keyId: [UInt8]) -> EventLoopFuture<ReceiptRefreshSource?> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }

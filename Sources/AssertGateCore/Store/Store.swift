@@ -88,6 +88,15 @@ public protocol Store: AnyObject, Sendable {
     func scheduleUnscheduledKeys(cursor: String?, at: Int64, spread: Int64, count: Int)
         -> EventLoopFuture<(cursor: String?, added: Int)>
 
+    /// When the last complete walk of `scheduleUnscheduledKeys` was recorded
+    /// (unix seconds), if `now` is within the `validFor` it was recorded
+    /// with; nil otherwise. Shared by every gateway on the store, so a
+    /// rolling restart of a fleet walks the keys once, not once per gateway.
+    func lastBackfillWalk(now: Int64) -> EventLoopFuture<Int64?>
+
+    /// Records a complete walk at `at`, remembered for `validFor` seconds.
+    func recordBackfillWalk(at: Int64, validFor: Int64) -> EventLoopFuture<Void>
+
     /// Succeeds when the store can answer (for `/readyz`).
     func ping() -> EventLoopFuture<Void>
 }

@@ -50,4 +50,39 @@ import Verifier
             try await pool.shutdownGracefully()
         }
     }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aWalkCompletedWithinRefreshEveryIsNotRepeated(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            // Nothing recorded: this gateway walks, and records it (refreshEvery 600 s).
+            #expect(try await s.lastBackfillWalk(now: 1_000_000).get() == nil)
+            let first = Fixtures.newKey()
+            _ = try await Fixtures.register(first, in: s)
+            let (refresher, pool) = try refresher(on: s)
+            guard case .walked(let added) = try await refresher.backfillIfDue().get() else {
+                Issue.record("the first start must walk")
+                return
+            }
+            #expect(added >= 1)
+            #expect(try await s.lastBackfillWalk(now: 1_000_000).get() == 1_000_000)
+            // The next gateway's start within refreshEvery does not walk: a
+            // key attested meanwhile without a schedule entry stays off it.
+            let later = Fixtures.newKey()
+            _ = try await Fixtures.register(later, in: s)
+            #expect(try await refresher.backfillIfDue().get() == .skipped(walkedAt: 1_000_000))
+            let due = try await s.claimDueReceiptRefreshes(now: 10_000_000, lease: 1, limit: 1000).get()
+            #expect(due.contains(first.keyId))
+            #expect(!due.contains(later.keyId))
+            // The record lapses after refreshEvery: MemoryStore by the given
+            // time, Redis by the key's own expiry (600 s, real time).
+            if let redis = s as? RedisStore {
+                let ttl = try await redis.redis.send(key: "ag:rr:walked", RESPCommand("PTTL", "ag:rr:walked")).get().int64
+                #expect((1...600_000).contains(ttl ?? -1))
+            } else {
+                #expect(try await s.lastBackfillWalk(now: 1_000_600).get() == nil)
+            }
+            try await pool.shutdownGracefully()
+        }
+    }
 }
