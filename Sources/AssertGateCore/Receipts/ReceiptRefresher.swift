@@ -68,6 +68,9 @@ final class ReceiptRefresher: @unchecked Sendable {
     private let clock: @Sendable () -> Int64
 
     private var timer: Scheduled<Void>?
+    /// Asks again every `refreshEvery` whether a walk is due, so a fleet that
+    /// never restarts still walks once per `refreshEvery`.
+    private var walkTimer: RepeatedTask?
     private var polling = false
     private var stopped = false
     private var pausedUntil: Int64 = 0
@@ -99,23 +102,37 @@ final class ReceiptRefresher: @unchecked Sendable {
     }
 
     /// Puts keys attested before refresh was enabled on the schedule (spread
-    /// over `refreshEvery`), then polls now and every `pollEvery`.
+    /// over `refreshEvery`, see `backfillIfDue`), then polls now and every
+    /// `pollEvery`.
     func start() {
         eventLoop.execute {
             self.poll()
-            self.backfillIfDue().whenComplete { result in
-                switch result {
-                case .success(.walked(let added)) where added > 0:
-                    self.logger.info("receipt refresh: keys attested earlier put on the schedule", metadata: ["keys": "\(added)"])
-                case .success(.walked):
-                    break
-                case .success(.skipped(let at)):
-                    self.logger.debug(
-                        "receipt refresh: the stored keys were walked recently; not walking again",
-                        metadata: ["walkedAt": "\(at)"])
-                case .failure(let error):
-                    self.logger.warning("receipt refresh: could not walk the stored keys", metadata: ["reason": "\(error)"])
-                }
+            self.walkIfDue()
+            let every = TimeAmount.seconds(max(60, self.settings.refreshEvery))
+            self.walkTimer = self.eventLoop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
+                self.walkIfDue()
+            }
+        }
+    }
+
+    private var walking = false
+
+    private func walkIfDue() {
+        guard !stopped, !walking else { return }
+        walking = true
+        backfillIfDue().whenComplete { result in
+            self.walking = false
+            switch result {
+            case .success(.walked(let added)) where added > 0:
+                self.logger.info("receipt refresh: keys attested earlier put on the schedule", metadata: ["keys": "\(added)"])
+            case .success(.walked):
+                break
+            case .success(.skipped(let at)):
+                self.logger.debug(
+                    "receipt refresh: the stored keys were walked recently; not walking again",
+                    metadata: ["walkedAt": "\(at)"])
+            case .failure(let error):
+                self.logger.warning("receipt refresh: could not walk the stored keys", metadata: ["reason": "\(error)"])
             }
         }
     }
@@ -167,6 +184,8 @@ final class ReceiptRefresher: @unchecked Sendable {
             self.stopped = true
             self.timer?.cancel()
             self.timer = nil
+            self.walkTimer?.cancel()
+            self.walkTimer = nil
             return self.inFlight ?? self.eventLoop.makeSucceededVoidFuture()
         }
     }
