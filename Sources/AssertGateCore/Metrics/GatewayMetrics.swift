@@ -22,6 +22,8 @@ public final class GatewayMetrics: Sendable {
     public let configReloads: MetricFamilyOf<Counter>
     /// `assertgate_receipt_refreshes_total{result}` (see `ReceiptRefreshResult`)
     public let receiptRefreshes: MetricFamilyOf<Counter>
+    /// Redis Cluster only: redirects followed and slot-map reads.
+    public let redisCluster: RedisClusterMetrics
 
     private let rejectionByReason: [ReasonToken: Counter]
 
@@ -53,6 +55,15 @@ public final class GatewayMetrics: Sendable {
         receiptRefreshes = registry.counter(
             "assertgate_receipt_refreshes_total", help: "Receipt refreshes with Apple's App Attest data endpoint, by result.",
             labelNames: ["result"])
+        let redirects = registry.counter(
+            "assertgate_redis_cluster_redirects_total",
+            help: "Redis Cluster answers the client followed: MOVED, ASK, TRYAGAIN.", labelNames: ["kind"])
+        let maps = registry.counter(
+            "assertgate_redis_cluster_map_refreshes_total", help: "Reads of the Redis Cluster slot map, by result.",
+            labelNames: ["result"])
+        redisCluster = RedisClusterMetrics(
+            moved: redirects.labels("moved"), ask: redirects.labels("ask"), tryAgain: redirects.labels("tryagain"),
+            mapRefreshed: maps.labels("success"), mapRefreshFailed: maps.labels("failure"))
         var table: [ReasonToken: Counter] = [:]
         for reason in ReasonToken.allCases { table[reason] = rejections.labels(reason.rawValue) }
         rejectionByReason = table

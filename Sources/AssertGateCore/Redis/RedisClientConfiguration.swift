@@ -22,6 +22,8 @@ public struct RedisClientConfiguration: Sendable {
     /// Seed nodes of a Redis Cluster (empty: `url` is one server). Every
     /// node gets `url`'s credentials and scheme.
     public var clusterSeeds: [RedisNodeAddress] = []
+    /// Where a cluster client counts redirects and map reads (nil: nowhere).
+    public var clusterMetrics: RedisClusterMetrics?
     /// Where connection failures, losses and recoveries are reported (nil: nowhere).
     public var logger: Logger?
 

@@ -56,7 +56,7 @@ public final class GatewayServer: Sendable {
         let metrics = GatewayMetrics()
         let stores: any StoreProvider
         do {
-            stores = try StoreFactory.makeProvider(config.store, group: group, logger: logger)
+            stores = try StoreFactory.makeProvider(config.store, group: group, logger: logger, metrics: metrics)
         } catch {
             try? await threadPool.shutdownGracefully()
             try? await group.shutdownGracefully()

@@ -5,7 +5,9 @@ import NIOCore
 /// `RedisStore` (own connections) per event loop of `group`, or one
 /// `MemoryStore` state shared by all loops.
 public enum StoreFactory {
-    public static func makeProvider(_ config: StoreConfig, group: EventLoopGroup, logger: Logger? = nil) throws
+    public static func makeProvider(
+        _ config: StoreConfig, group: EventLoopGroup, logger: Logger? = nil, metrics: GatewayMetrics? = nil
+    ) throws
         -> any StoreProvider
     {
         switch config {
@@ -14,6 +16,7 @@ public enum StoreFactory {
         case .redis(let redis):
             var configuration = try RedisClientConfiguration(redis)
             configuration.logger = logger
+            configuration.clusterMetrics = metrics?.redisCluster
             return RedisStoreGroup(configuration: configuration, group: group)
         }
     }

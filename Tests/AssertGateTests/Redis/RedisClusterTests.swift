@@ -61,7 +61,8 @@ struct RedisClusterTests {
     }
 
     @Test func aSlotThatMovesIsFollowed() async throws {
-        try await withClusterStore { cluster, store, client in
+        let metrics = GatewayMetrics()
+        try await withClusterStore(metrics: metrics) { cluster, store, client in
             let key = Fixtures.newKey(userId: "mover")
             #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 1))
             let slot = Int(RedisHashSlot.slot(ofTag: Base64.encodeURL(key.keyId)))
@@ -74,11 +75,15 @@ struct RedisClusterTests {
             #expect(try await client.master(forSlot: UInt16(slot)).get()?.port == cluster.nodes[to].port)
             #expect(try cluster.nodes[to].run(["HGET", "ag:{\(Base64.encodeURL(key.keyId))}:key", "cnt"]).string == "1")
             #expect(try cluster.nodes[from].run(["CLUSTER", "COUNTKEYSINSLOT", String(slot)]).int64 == 0)
+            #expect(metrics.redisCluster.moved.value == 1)
+            #expect(metrics.redisCluster.ask.value == 0)
+            #expect(metrics.redisCluster.mapRefreshed.value >= 1)
         }
     }
 
     @Test func aSlotInMigrationIsAskedAtItsNewNode() async throws {
-        try await withClusterStore { cluster, store, _ in
+        let metrics = GatewayMetrics()
+        try await withClusterStore(metrics: metrics) { cluster, store, _ in
             let key = Fixtures.newKey(userId: nil)
             #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 0))
             let tag = Base64.encodeURL(key.keyId)
@@ -113,6 +118,8 @@ struct RedisClusterTests {
                 _ = try await store.registerKey(other, attestChallenge: attest).get()
             }
             #expect("\(error.map { "\($0)" } ?? "")".contains("TRYAGAIN"))
+            #expect(metrics.redisCluster.tryAgain.value == 5)
+            #expect(metrics.redisCluster.ask.value >= 4)
             try cluster.finishMigration(slot: slot, from: from, to: to)
             #expect(try await store.registerKey(other, attestChallenge: attest).get() == .registered(userKeyCount: 0))
             #expect(try await store.commitAssertion(keyId: key.keyId, counter: 3, challenge: nil).get().rejection == nil)
@@ -224,20 +231,22 @@ struct RedisClusterTests {
 
     // MARK: helpers
 
-    private func makeStore(seeds: [Int], group: EventLoopGroup) -> RedisStore {
+    private func makeStore(seeds: [Int], group: EventLoopGroup, metrics: GatewayMetrics? = nil) -> RedisStore {
         var config = RedisClientConfiguration(
             url: RedisURL(host: "127.0.0.1", port: seeds[0]), connectTimeout: .seconds(2), commandTimeout: .seconds(2))
         config.clusterSeeds = seeds.map { RedisNodeAddress(host: "127.0.0.1", port: $0) }
+        config.clusterMetrics = metrics?.redisCluster
         return RedisStore(configuration: config, eventLoop: group.next())
     }
 
     private func withClusterStore(
+        metrics: GatewayMetrics? = nil,
         _ body: (RedisClusterFixture, RedisStore, RedisClusterClient) async throws -> Void
     ) async throws {
         let cluster = try RedisClusterFixture()
         defer { cluster.stop() }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let store = makeStore(seeds: cluster.nodes.map(\.port), group: group)
+        let store = makeStore(seeds: cluster.nodes.map(\.port), group: group, metrics: metrics)
         var failure: (any Error)?
         do {
             let client = try #require(store.redis as? RedisClusterClient)

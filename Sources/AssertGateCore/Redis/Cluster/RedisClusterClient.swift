@@ -269,16 +269,19 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
                 next.redirects += 1
                 switch redirect {
                 case .moved(let movedSlot, let to):
+                    configuration.clusterMetrics?.moved.inc()
                     topology?.masters[Int(movedSlot)] = to
                     refreshSoon()
                     run(next, askTo: nil, completion: completion, attempt)
                 case .ask(_, let to):
+                    configuration.clusterMetrics?.ask.inc()
                     run(next, askTo: to, completion: completion, attempt)
                 }
                 return
             }
             if message.hasPrefix("TRYAGAIN"), route.tryAgains < Self.maxTryAgain {
                 next.tryAgains += 1
+                configuration.clusterMetrics?.tryAgain.inc()
                 // The same node again (after ASKING if that is how it was reached).
                 let retry = next
                 eventLoop.scheduleTask(in: Self.tryAgainDelay) {
@@ -390,6 +393,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
         if isShutdown { return }
         switch result {
         case .success(let t):
+            configuration.clusterMetrics?.mapRefreshed.inc()
             if topology != t {
                 configuration.logger?.info(
                     "redis cluster map", metadata: ["masters": "\(t.distinctMasters.map(\.description).joined(separator: ","))"])
@@ -407,6 +411,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
                 _ = c.shutdown()
             }
         case .failure(let e):
+            configuration.clusterMetrics?.mapRefreshFailed.inc()
             if lastRefreshError == nil {
                 configuration.logger?.warning("redis cluster map unavailable", metadata: ["reason": "\(e)"])
             }
