@@ -35,6 +35,9 @@ NG
 $ON_REST nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
 $ON_REST redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" & pids+=($!)
 "$DEV" init-ca --state "$WORK/device" >/dev/null 2>&1
+# STORE_YAML: another store: line (e.g. a Redis Cluster's seeds) instead of the bench's own Redis.
+STORE_LINE="${STORE_YAML:-}"
+[ -n "$STORE_LINE" ] || STORE_LINE="{redis: {url: \"redis://127.0.0.1:$RP/0\"}}"
 cat >"$WORK/gw.yaml" <<YAML
 listeners: [{address: 127.0.0.1:$GP}]
 admin: {address: 127.0.0.1:$AP}
@@ -43,7 +46,7 @@ attestation:
   trustAnchors: [$WORK/device/ca/root.cert.pem]
   receiptTrustAnchors: [$WORK/device/ca/receipt-root.cert.pem]
   challengeRate: {perSecond: 100000, burst: 100000}
-store: {redis: {url: "redis://127.0.0.1:$RP/0"}}
+store: $STORE_LINE
 upstreams: {api: {endpoints: [http://127.0.0.1:$UP]}}
 routes:
   - {match: {prefix: /api/}, upstream: api, mode: enforce}

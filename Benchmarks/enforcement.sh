@@ -27,6 +27,9 @@
 # and tuned's latency-performance profile do), so idle vCPUs poll instead of
 # halting; on this Firecracker VM (cpuidle haltpoll, guest_halt_poll_ns=0)
 # waking a halted vCPU costs tens of µs and sometimes milliseconds.
+# STORE_YAML='{redis: {cluster: [...]}}' STATS_PORTS='p1 p2 p3': the gateway
+# stores into that Redis Cluster instead (started by the caller), and the
+# commandstats are summed over those nodes.
 # HALT_POLL_NS=N: set the haltpoll cpuidle governor's guest_halt_poll_ns for
 # the run (restored on exit): an idle vCPU polls up to N ns before halting,
 # growing/shrinking adaptively, so a wake-up that comes soon after going idle
@@ -76,9 +79,12 @@ PY
 openssl speed -seconds 5 ecdsap256 2>/dev/null | awk '/256 bits ecdsa/ {print $NF}' | tail -1 >"$WORK/verify.txt"
 for i in $(seq "$ROUNDS"); do
     run "passthrough-$i" /open/hello --passthrough
-    redis-cli -p "$RP" CONFIG RESETSTAT >/dev/null
+    for p in ${STATS_PORTS:-$RP}; do redis-cli -p "$p" CONFIG RESETSTAT >/dev/null; done
     run "asserted-$i" /api/hello
-    redis-cli -p "$RP" INFO commandstats | tr -d '\r' | grep -E '^cmdstat_(evalsha|hmget|get|set|eval):' >"$WORK/commandstats-$i.txt" || true
+    # Summed over every node given (a cluster's masters), one line per command.
+    for p in ${STATS_PORTS:-$RP}; do redis-cli -p "$p" INFO commandstats; done | tr -d '\r' \
+        | grep -E '^cmdstat_(evalsha|hmget|get|set|eval):' \
+        | awk -F'[:=,]' '{n[$1] += $3} END {for (c in n) print c ":calls=" n[c] ","}' | sort >"$WORK/commandstats-$i.txt" || true
 done
 # Latency below saturation: both modes at half of the asserted median rate.
 HALF=$(python3 -c "
