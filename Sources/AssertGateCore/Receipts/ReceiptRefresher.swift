@@ -186,7 +186,10 @@ final class ReceiptRefresher: @unchecked Sendable {
             self.timer = nil
             self.walkTimer?.cancel()
             self.walkTimer = nil
-            return self.inFlight ?? self.eventLoop.makeSucceededVoidFuture()
+            return (self.inFlight ?? self.eventLoop.makeSucceededVoidFuture()).map {
+                self.production.closeIdle()
+                self.development.closeIdle()
+            }
         }
     }
 

@@ -48,6 +48,9 @@ final class EnforcementHarness: @unchecked Sendable {
         var receiptRefresh = false
         /// A three-master Redis Cluster (`store.redis.cluster`) instead of one server.
         var redisCluster = false
+        /// The fake Apple endpoint answers a connection's first request only
+        /// and closes it at the next (`FakeAppleDataServer.dropIdle`).
+        var appleDropsKeptConnections = false
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -87,7 +90,8 @@ final class EnforcementHarness: @unchecked Sendable {
         if options.receiptRefresh {
             let pki = try await TestPKI.shared.value
             let server = try await FakeAppleDataServer(
-                pki: pki, receiptCA: receiptCA, receiptRoot: caDir + "/receipt-root.cert.pem")
+                pki: pki, receiptCA: receiptCA, receiptRoot: caDir + "/receipt-root.cert.pem",
+                dropIdle: options.appleDropsKeptConnections)
             apple = server
             let keyPath = directory + "/AuthKey_\(deviceCheckKeyId).p8"
             let made = try await Run.tool(

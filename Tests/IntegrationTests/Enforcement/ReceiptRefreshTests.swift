@@ -119,6 +119,34 @@ extension Integration {
             try await h.stop()
         }
 
+        @Test func refreshesShareOneKeptConnection() async throws {
+            // Three keys refreshed one after the other: one TLS connection.
+            let h = try await EnforcementHarness.start(.init(receiptRefresh: true))
+            let apple = try #require(h.apple)
+            for n in 1...3 {
+                #expect(try await h.attest(try h.newDevice()).status == 201)
+                try await eventually("refresh \(n)") { try await metric(h, "refreshed") == n }
+            }
+            #expect(apple.requests.count == 3)
+            #expect(apple.connections == 1)
+            try await h.stop()
+        }
+
+        @Test func aKeptConnectionClosedByAppleIsReplacedWithoutAFailure() async throws {
+            // Apple closes each kept connection at its second request, without
+            // an answer: that request goes again on a new connection.
+            let h = try await EnforcementHarness.start(.init(receiptRefresh: true, appleDropsKeptConnections: true))
+            let apple = try #require(h.apple)
+            for n in 1...3 {
+                #expect(try await h.attest(try h.newDevice()).status == 201)
+                try await eventually("refresh \(n)") { try await metric(h, "refreshed") == n }
+            }
+            #expect(try await metric(h, "failed") == 0)
+            #expect(apple.requests.count == 3)
+            #expect(apple.connections == 3)
+            try await h.stop()
+        }
+
         @Test func aRevokedKeyIsNotRefreshed() async throws {
             let h = try await EnforcementHarness.start(.init(receiptRefresh: true))
             let apple = try #require(h.apple)

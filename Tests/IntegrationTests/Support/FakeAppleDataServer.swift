@@ -35,14 +35,29 @@ final class FakeAppleDataServer: Sendable {
     let defaultRiskMetric: Int
 
     var baseURL: String { "https://127.0.0.1:\(port)" }
+    /// Connections accepted so far.
+    var connections: Int { accepted.withLockedValue { $0 } }
+    private let accepted = NIOLockedValueBox(0)
+    /// false: every answer says `Connection: close` and the connection ends.
+    let keepAlive: Bool
+    /// true: each connection's first request is answered keep-alive; a
+    /// later request on it is met with a close and no answer, as when a
+    /// server's idle timeout closed it just before the request arrived.
+    let dropIdle: Bool
     var requests: [Request] { state.withLockedValue { $0.requests } }
 
     /// The next answers, in order; once used up, `receipt(defaultRiskMetric)`.
     func script(_ answers: [Answer]) { state.withLockedValue { $0.script += answers } }
 
-    init(pki: TestPKI, receiptCA: ReceiptCA, receiptRoot: String, defaultRiskMetric: Int = 3) async throws {
+    init(
+        pki: TestPKI, receiptCA: ReceiptCA, receiptRoot: String, defaultRiskMetric: Int = 3, keepAlive: Bool = true,
+        dropIdle: Bool = false
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.group = group
+        self.keepAlive = keepAlive
+        self.dropIdle = dropIdle
+        let accepted = self.accepted
         self.defaultRiskMetric = defaultRiskMetric
         let tls = try TLSServerContext(
             certificatePath: pki.serverCertificate, privateKeyPath: pki.serverKey, alpn: ["http/1.1"])
@@ -51,10 +66,11 @@ final class FakeAppleDataServer: Sendable {
         let box = NIOLockedValueBox<FakeAppleDataServer?>(nil)
         self.channel = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                accepted.withLockedValue { $0 += 1 }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(OpenSSLHandler(context: tls))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
-                    try channel.pipeline.syncOperations.addHandler(FakeAppleHandler { request in
+                    try channel.pipeline.syncOperations.addHandler(FakeAppleHandler(keepAlive: keepAlive, dropIdle: dropIdle) { request in
                         guard let server = box.withLockedValue({ $0 }) else { return (503, []) }
                         return server.answer(request, anchors: anchors, receiptCA: receiptCA, untrusted: untrusted)
                     })
@@ -110,10 +126,15 @@ private final class FakeAppleHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let respond: @Sendable (FakeAppleDataServer.Request) -> (Int, [UInt8])
+    private let keepAlive: Bool
+    private let dropIdle: Bool
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
+    private var answered = 0
 
-    init(respond: @escaping @Sendable (FakeAppleDataServer.Request) -> (Int, [UInt8])) {
+    init(keepAlive: Bool, dropIdle: Bool, respond: @escaping @Sendable (FakeAppleDataServer.Request) -> (Int, [UInt8])) {
+        self.keepAlive = keepAlive
+        self.dropIdle = dropIdle
         self.respond = respond
     }
 
@@ -126,17 +147,24 @@ private final class FakeAppleHandler: ChannelInboundHandler {
             body += b.readableBytesView
         case .end:
             guard let head else { return }
+            if dropIdle, answered > 0 {
+                context.close(promise: nil)
+                return
+            }
+            answered += 1
             let (status, answer) = respond(FakeAppleDataServer.Request(
                 method: head.method.rawValue, path: head.uri, authorization: head.headers.first(name: "authorization"),
                 body: body))
             var response = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status))
             response.headers.add(name: "Content-Length", value: String(answer.count))
-            response.headers.add(name: "Connection", value: "close")
+            let keep = keepAlive && head.isKeepAlive
+            if !keep { response.headers.add(name: "Connection", value: "close") }
             context.write(wrapOutboundOut(.head(response)), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: answer)))), promise: nil)
-            // Connection: close — the client reads to the end of the answer.
             let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+                if !keep { channel.close(promise: nil) }
+            }
         }
     }
 }
