@@ -19,12 +19,15 @@ public final class RedisStore: Store {
         self.redis = redis
         self.standalone = redis as? RedisClient
         self.cluster = redis as? RedisClusterClient
+        self.repairing = .makeBoxSendingValue([], as: Set<String>.self, eventLoop: redis.eventLoop)
     }
 
     /// `redis` by its concrete type, for the commit path (a direct call,
     /// specialised, instead of a generic one through the protocol).
     private let standalone: RedisClient?
     private let cluster: RedisClusterClient?
+    /// Users whose key counts are being repaired (see `parseClusterCommit`).
+    private let repairing: NIOLoopBoundBox<Set<String>>
 
     /// A store with its own client(s) on `eventLoop`, connecting immediately:
     /// a cluster client when `configuration.clusterSeeds` is not empty.
@@ -257,13 +260,30 @@ public final class RedisStore: Store {
         } else if let cluster {
             cluster.evalSHA(
                 RedisStoreScripts.clusterCommit, command: command, slot: RedisHashSlot.slot(ofBase64URLOf: keyId),
-                { try RedisStore.parseCommit($0) }, completion: completion)
+                { reply in try self.parseClusterCommit(reply, keyId: keyId) }, completion: completion)
         } else {
             redis.evalSHA(
                 isCluster ? RedisStoreScripts.clusterCommit : RedisStoreScripts.commit, command: command,
                 slot: isCluster ? RedisHashSlot.slot(ofBase64URLOf: keyId) : 0,
-                { try RedisStore.parseCommit($0) }, completion: completion)
+                { reply in isCluster ? try self.parseClusterCommit(reply, keyId: keyId) : try RedisStore.parseCommit(reply) },
+                completion: completion)
         }
+    }
+
+    /// A record without `ukc` (attested on a single server before the move to
+    /// a cluster) answers 1 for now, and its user's keys get their count in
+    /// the background (step 3 of `registerInCluster`), once at a time per user
+    /// on this worker: the next commits see the real count.
+    private func parseClusterCommit(_ reply: RESPValue, keyId: [UInt8]) throws -> CommitResult {
+        var result = try Self.parseCommit(reply)
+        guard let state = result.state, state.userKeyCount < 0 else { return result }
+        result.state?.userKeyCount = 1
+        if let uid = state.userId, repairing.value.insert(uid).inserted {
+            spreadUserKeyCount(set: Self.userSet(uid), uid: uid, k: Base64.encodeURL(keyId)).whenComplete { _ in
+                self.repairing.value.remove(uid)
+            }
+        }
+        return result
     }
 
     /// `EVALSHA <commit sha> 1|2` encoded once, per script.

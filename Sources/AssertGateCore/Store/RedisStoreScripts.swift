@@ -14,10 +14,10 @@ enum RedisStoreScripts {
     /// 3 unknown-challenge, 4 counter-replay. Integers keep the hot reply small.
     /// On one server the user's key count is the set's size; on a cluster the
     /// set lives on another slot, so the count comes from the record's `ukc`
-    /// (kept by `RedisStore.registerInCluster`; a record from before has at
-    /// least itself).
+    /// (kept by `RedisStore.registerInCluster`; -1 when a record from a
+    /// single server has none yet, which the store then repairs).
     static let commit = commitScript(userKeyCount: "redis.call('SCARD', 'ag:u:{' .. uid .. '}')")
-    static let clusterCommit = commitScript(userKeyCount: "tonumber(s[6]) or 1")
+    static let clusterCommit = commitScript(userKeyCount: "tonumber(s[6]) or -1")
 
     private static func commitScript(userKeyCount: String) -> RedisScript {
         RedisScript(

@@ -127,6 +127,36 @@ struct RedisClusterTests {
         }
     }
 
+    @Test func recordsWithoutAKeyCountAreRepairedByTheirFirstCommit() async throws {
+        try await withClusterStore { cluster, store, _ in
+            // Two keys of one user, as a single server wrote them (no `ukc`),
+            // e.g. after moving the data into a cluster.
+            let user = "legacy-\(UInt32.random(in: 0...UInt32.max))"
+            let keys = [Fixtures.newKey(userId: user), Fixtures.newKey(userId: user)]
+            #expect(try await Fixtures.register(keys[0], in: store) == .registered(userKeyCount: 1))
+            #expect(try await Fixtures.register(keys[1], in: store) == .registered(userKeyCount: 2))
+            for key in keys {
+                let name = "ag:{\(Base64.encodeURL(key.keyId))}:key"
+                let owner = try cluster.owner(ofSlot: Int(RedisHashSlot.slot(forKey: name)))
+                #expect(try cluster.nodes[owner].run(["HDEL", name, "ukc"]).int64 == 1)
+            }
+            // The first commit answers 1 and starts the repair; the next ones see 2.
+            let first = try await store.commitAssertion(keyId: keys[0].keyId, counter: 1, challenge: nil).get()
+            #expect(first.rejection == nil && first.state?.userKeyCount == 1)
+            var counter: UInt32 = 1
+            var seen = 1
+            let deadline = NIODeadline.now() + .seconds(10)
+            while seen != 2, NIODeadline.now() < deadline {
+                counter += 1
+                seen = try await store.commitAssertion(keyId: keys[0].keyId, counter: counter, challenge: nil).get()
+                    .state?.userKeyCount ?? -1
+            }
+            #expect(seen == 2)
+            let other = try await store.commitAssertion(keyId: keys[1].keyId, counter: 1, challenge: nil).get()
+            #expect(other.state?.userKeyCount == 2)
+        }
+    }
+
     @Test func aMasterDownFailsOnlyItsOwnKeys() async throws {
         try await withClusterStore { cluster, store, _ in
             var keys: [Int: NewKeyRecord] = [:]
