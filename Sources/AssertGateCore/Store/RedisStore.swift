@@ -170,7 +170,7 @@ public final class RedisStore: Store {
             .flatMapThrowing { try Self.parseRegister($0) }
             .flatMap { result in
                 guard case .registered = result else { return self.eventLoop.makeSucceededFuture(result) }
-                return self.spreadUserKeyCount(set: set, uid: uid, k: k).recover { _ in 1 }.flatMap { count in
+                return self.spreadUserKeyCount(set: set, uid: uid, newKey: k).recover { _ in 1 }.flatMap { count in
                     schedule().map { .registered(userKeyCount: count) }
                 }
             }
@@ -181,13 +181,15 @@ public final class RedisStore: Store {
     /// per key of the user, on every registration.
     static let maxUserKeysCounted = 256
 
-    /// Step 3 of `registerInCluster`. → the count.
-    private func spreadUserKeyCount(set: String, uid: String, k: String) -> EventLoopFuture<Int> {
+    /// Step 3 of `registerInCluster` (`newKey`: the key just registered), or
+    /// the repair of a user's counts (`newKey` nil: every member gets the
+    /// count, approximate or not, so the repair happens once). → the count.
+    private func spreadUserKeyCount(set: String, uid: String, newKey k: String?) -> EventLoopFuture<Int> {
         redis.send(key: set, RESPCommand("SMEMBERS", .string(set))).flatMap { reply in
             guard case .array(let replies) = reply else { return self.failed(Self.unexpected(reply, "SMEMBERS")) }
             let members = replies.compactMap(\.string)
             guard members.count <= Self.maxUserKeysCounted else {
-                return self.raiseUserKeyCount(of: [k], to: members.count)
+                return self.raiseUserKeyCount(of: k.map { [$0] } ?? members, to: members.count)
             }
             let owners = members.map { m in
                 self.redis.send(key: Self.keyHash(m), RESPCommand("HGET", .string(Self.keyHash(m)), "uid"))
@@ -260,12 +262,13 @@ public final class RedisStore: Store {
         } else if let cluster {
             cluster.evalSHA(
                 RedisStoreScripts.clusterCommit, command: command, slot: RedisHashSlot.slot(ofBase64URLOf: keyId),
-                { reply in try self.parseClusterCommit(reply, keyId: keyId) }, completion: completion)
+                // Capturing `self` alone: the closure needs no context allocation.
+                { [self] reply in try parseClusterCommit(reply) }, completion: completion)
         } else {
             redis.evalSHA(
                 isCluster ? RedisStoreScripts.clusterCommit : RedisStoreScripts.commit, command: command,
                 slot: isCluster ? RedisHashSlot.slot(ofBase64URLOf: keyId) : 0,
-                { reply in isCluster ? try self.parseClusterCommit(reply, keyId: keyId) : try RedisStore.parseCommit(reply) },
+                { reply in isCluster ? try self.parseClusterCommit(reply) : try RedisStore.parseCommit(reply) },
                 completion: completion)
         }
     }
@@ -274,12 +277,12 @@ public final class RedisStore: Store {
     /// a cluster) answers 1 for now, and its user's keys get their count in
     /// the background (step 3 of `registerInCluster`), once at a time per user
     /// on this worker: the next commits see the real count.
-    private func parseClusterCommit(_ reply: RESPValue, keyId: [UInt8]) throws -> CommitResult {
+    private func parseClusterCommit(_ reply: RESPValue) throws -> CommitResult {
         var result = try Self.parseCommit(reply)
         guard let state = result.state, state.userKeyCount < 0 else { return result }
         result.state?.userKeyCount = 1
         if let uid = state.userId, repairing.value.insert(uid).inserted {
-            spreadUserKeyCount(set: Self.userSet(uid), uid: uid, k: Base64.encodeURL(keyId)).whenComplete { _ in
+            spreadUserKeyCount(set: Self.userSet(uid), uid: uid, newKey: nil).whenComplete { _ in
                 self.repairing.value.remove(uid)
             }
         }
