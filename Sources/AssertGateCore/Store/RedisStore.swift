@@ -440,7 +440,7 @@ public final class RedisStore: Store {
             var node = 0
             var scan = "0"
             if let cursor, let space = cursor.lastIndex(of: " "),
-                let address = RedisNodeAddress.parse(cursor[..<space], defaultHost: "")
+                let address = RedisNodeAddress.parseAnnounced(cursor[..<space], defaultHost: "")
             {
                 if let i = masters.firstIndex(of: address) {
                     node = i

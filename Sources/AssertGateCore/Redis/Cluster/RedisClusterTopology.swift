@@ -1,17 +1,11 @@
-/// A node's address as the cluster announces it.
-public struct RedisNodeAddress: Hashable, Sendable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
-    public init(host: String, port: Int) {
-        self.host = host
-        self.port = port
-    }
-    public var description: String { "\(HostPort(host: host, port: port))" }
+/// A cluster node's address, as the cluster announces it.
+public typealias RedisNodeAddress = HostPort
 
+extension HostPort {
     /// `host:port` as in MOVED/ASK replies (IPv6 hosts are not bracketed
     /// there: the port is after the last colon). An empty host means "the
     /// node you asked"; `?` (endpoint unknown) is refused.
-    static func parse(_ text: Substring, defaultHost: String) -> RedisNodeAddress? {
+    static func parseAnnounced(_ text: Substring, defaultHost: String) -> HostPort? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
             (1...65535).contains(port)
         else { return nil }
@@ -33,7 +27,7 @@ enum RedisRedirect: Equatable {
     init?(errorMessage message: String, defaultHost: String) {
         let parts = message.split(separator: " ", omittingEmptySubsequences: true)
         guard parts.count == 3, let slot = UInt16(parts[1]), Int(slot) < RedisHashSlot.count,
-            let to = RedisNodeAddress.parse(parts[2], defaultHost: defaultHost)
+            let to = RedisNodeAddress.parseAnnounced(parts[2], defaultHost: defaultHost)
         else { return nil }
         switch parts[0] {
         case "MOVED": self = .moved(slot: slot, to: to)
