@@ -67,27 +67,9 @@ public final class RedisClient: @unchecked Sendable {
         send(RESPCommand(arguments))
     }
 
-    /// `EVALSHA`; on `NOSCRIPT` (script cache flushed, failover) it loads the
-    /// script and retries once.
-    public func evalSHA(_ script: RedisScript, keys: [RESPArgument], arguments: [RESPArgument]) -> EventLoopFuture<RESPValue> {
-        var args: [RESPArgument] = ["EVALSHA", .string(script.sha1), .integer(Int64(keys.count))]
-        args.reserveCapacity(3 + keys.count + arguments.count)
-        args.append(contentsOf: keys)
-        args.append(contentsOf: arguments)
-        return evalSHA(script, command: RESPCommand(args)) { $0 }
-    }
-
-    /// `command` is the complete `EVALSHA` of `script`; `transform` turns the
-    /// reply into the caller's type on the loop (one future less on the hot path).
-    func evalSHA<T: Sendable>(
-        _ script: RedisScript, command: RESPCommand, _ transform: @escaping @Sendable (RESPValue) throws -> T
-    ) -> EventLoopFuture<T> {
-        let promise = eventLoop.makePromise(of: T.self)
-        evalSHA(script, command: command, transform) { promise.completeWith($0) }
-        return promise.futureResult
-    }
-
-    /// The same with the outcome handed to `completion` on `eventLoop`: no
+    /// `command` is the complete `EVALSHA` of `script` (on `NOSCRIPT` the
+    /// script is loaded and the command retried once); `transform` turns the
+    /// reply into the caller's type, handed to `completion` on `eventLoop`: no
     /// promise, no future (the store's commit path). `asking`: precede the
     /// command with `ASKING` on the same connection (a cluster's `-ASK`).
     func evalSHA<T: Sendable>(

@@ -135,12 +135,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
     /// cluster does leave it.
     public func ping() -> EventLoopFuture<Void> {
         masters().flatMap { masters in
-            let pings = masters.map { m in
-                m.send("PING").map { reply -> Bool in
-                    if case .status("PONG") = reply { return true }
-                    return false
-                }.recover { _ in false }
-            }
+            let pings = masters.map { m in m.ping().map { true }.recover { _ in false } }
             return EventLoopFuture.whenAllSucceed(pings, on: self.eventLoop).flatMapThrowing { answers in
                 let answered = answers.filter { $0 }.count
                 let unserved = self.topology?.masters.contains(nil) ?? true
