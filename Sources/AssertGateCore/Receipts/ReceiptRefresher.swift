@@ -71,6 +71,8 @@ final class ReceiptRefresher: @unchecked Sendable {
     /// Asks again every `refreshEvery` whether a walk is due, so a fleet that
     /// never restarts still walks once per `refreshEvery`.
     private var walkTimer: RepeatedTask?
+    /// A backfill walk is running (one at a time).
+    private var walking = false
     private var polling = false
     private var stopped = false
     private var pausedUntil: Int64 = 0
@@ -114,8 +116,6 @@ final class ReceiptRefresher: @unchecked Sendable {
             }
         }
     }
-
-    private var walking = false
 
     private func walkIfDue() {
         guard !stopped, !walking else { return }
