@@ -66,14 +66,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
     public func send(
         _ command: RESPCommand, slot: UInt16, completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
     ) {
-        if let (client, address) = currentMaster(slot) {
-            client.send(command, asking: false) { result in
-                self.settle(result, from: address, asking: false, Route(slot: slot), completion: completion) { client, asking, done in
-                    client.send(command, asking: asking, completion: done)
-                }
-            }
-            return
-        }
+        // Not the hot path (that is `evalSHA`): the general route serves.
         run(Route(slot: slot), askTo: nil, completion: completion) { client, asking, done in
             client.send(command, asking: asking, completion: done)
         }
