@@ -1,6 +1,6 @@
 import Foundation
 
-@testable import AssertGateCore
+import AssertGateCore
 
 /// A private Redis Cluster of `masters` nodes (no replicas) on free loopback
 /// ports, each `redis-server --cluster-enabled yes` with its node file in a

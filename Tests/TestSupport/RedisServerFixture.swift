@@ -1,6 +1,6 @@
 import Foundation
 
-@testable import AssertGateCore
+import AssertGateCore
 
 #if canImport(Glibc)
 import Glibc

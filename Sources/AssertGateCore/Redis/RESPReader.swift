@@ -6,13 +6,13 @@ import CHiredis
 /// converted and freed (about ten mallocs and frees per reply). Bytes pass
 /// `RESPLimitScanner` first, so every size the functions see is bounded.
 /// Not thread-safe: one per connection, used on its event loop.
-final class RESPReader {
+public final class RESPReader {
     private let reader: UnsafeMutablePointer<redisReader>
     private let functions: UnsafeMutablePointer<redisReplyObjectFunctions>
     private let builder = RESPReplyBuilder()
     private var scanner: RESPLimitScanner
 
-    init(limits: RESPLimits = .default) throws(RESPDecodingError) {
+    public init(limits: RESPLimits = .default) throws(RESPDecodingError) {
         let functions = UnsafeMutablePointer<redisReplyObjectFunctions>.allocate(capacity: 1)
         ag_hiredis_fill_functions(
             functions, RESPReplyBuilder.createString, RESPReplyBuilder.createArray, RESPReplyBuilder.createInteger,
@@ -34,7 +34,7 @@ final class RESPReader {
     }
 
     /// Scans and then copies `bytes` into hiredis' buffer.
-    func feed(_ bytes: UnsafeRawBufferPointer) throws(RESPDecodingError) {
+    public func feed(_ bytes: UnsafeRawBufferPointer) throws(RESPDecodingError) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         try scanner.scan(bytes)
         if redisReaderFeed(reader, base.assumingMemoryBound(to: CChar.self), bytes.count) != REDIS_OK {
@@ -43,7 +43,7 @@ final class RESPReader {
     }
 
     /// The next complete reply, or nil when more bytes are needed.
-    func next() throws(RESPDecodingError) -> RESPValue? {
+    public func next() throws(RESPDecodingError) -> RESPValue? {
         var raw: UnsafeMutableRawPointer?
         guard redisReaderGetReply(reader, &raw) == REDIS_OK else {
             builder.reset()
