@@ -27,15 +27,39 @@ public final class GatewaySnapshot: Sendable {
 
     /// First match wins; nil when no route matches (→ 404 no-route).
     public func route(method: String, path: Substring) -> RouteConfig? {
-        for route in config.routes {
+        routeIndex(method: method, path: path.utf8).map { config.routes[$0] }
+    }
+
+    /// What a request's path selects, read both as received and as an upstream
+    /// that normalises paths would read it (`RoutingPath`).
+    public enum RouteSelection {
+        case route(RouteConfig)
+        case noRoute
+        /// The two readings select different routes (or one selects none).
+        case ambiguous
+    }
+
+    public func select(method: String, path: Substring) -> RouteSelection {
+        let raw = routeIndex(method: method, path: path.utf8)
+        if let normalized = RoutingPath.normalized(path),
+            routeIndex(method: method, path: normalized) != raw
+        {
+            return .ambiguous
+        }
+        return raw.map { .route(config.routes[$0]) } ?? .noRoute
+    }
+
+    /// Byte comparison: an upstream compares bytes, not Unicode characters.
+    private func routeIndex<Path: Collection<UInt8>>(method: String, path: Path) -> Int? {
+        for (i, route) in config.routes.enumerated() {
             switch route.match.kind {
             case .prefix(let p):
-                guard path.hasPrefix(p) else { continue }
+                guard path.starts(with: p.utf8) else { continue }
             case .exact(let e):
-                guard path == e else { continue }
+                guard path.elementsEqual(e.utf8) else { continue }
             }
             if let methods = route.match.methods, !methods.contains(method) { continue }
-            return route
+            return i
         }
         return nil
     }

@@ -77,9 +77,11 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             if requestEnded { runLocal(handler) }
             return
         }
-        guard let route = snapshot.route(method: request.method, path: path) else {
-            answer(.noRoute)
-            return
+        let route: RouteConfig
+        switch snapshot.select(method: request.method, path: path) {
+        case .route(let r): route = r
+        case .noRoute: return answer(.noRoute)
+        case .ambiguous: return answer(.malformedRequest)
         }
         // Labels the request's metrics with its route even when the gate rejects it.
         upstreamName = route.upstream

@@ -158,6 +158,30 @@ extension Integration {
             try await h.stop()
         }
 
+        @Test func pathsAnUpstreamCouldReadAsAnotherRouteAreRefused() async throws {
+            let h = try await EnforcementHarness.start()
+            let before = h.upstreamCount
+            // Raw, these select the passthrough route /open/; normalised (as nginx
+            // reads them) they are under the enforced /enforce/.
+            for path in ["/open/../enforce/pay", "/open/%2e%2e/enforce/pay", "/open/..%2Fenforce/pay", "/open;x/../enforce/pay"] {
+                for http1 in [false, true] {
+                    let r = try await h.send("POST", path, body: "{}", http1: http1)
+                    #expect(r.status == 400, "\(path) http1=\(http1): \(r.status)")
+                    #expect(r.reason == "malformed-request", "\(path)")
+                }
+            }
+            #expect(h.upstreamCount == before)
+            // Readings that agree keep their route: passthrough stays open,
+            // an escaped slash under /enforce/ is still enforced.
+            let open = try await h.send("GET", "/open//x/./y")
+            #expect(open.status == 200)
+            #expect(h.lastUpstreamHead?.uri == "/open//x/./y")
+            let enforced = try await h.send("GET", "/enforce/items/a%2Fb")
+            #expect(enforced.status == 401)
+            #expect(enforced.reason == "missing-assertion")
+            try await h.stop()
+        }
+
         @Test func spoofedTrustHeadersAreRemovedInEveryMode() async throws {
             let h = try await EnforcementHarness.start()
             let device = try h.newDevice()
