@@ -180,7 +180,6 @@ public final class AssertionGate: RequestGate {
     private func fail(
         _ reason: ReasonToken, _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
     ) -> GateDecision {
-        metrics?.rejection(reason).inc()
         switch route.mode {
         case .enforce:
             return .reject(reason, extraHeaders: [])
@@ -194,7 +193,6 @@ public final class AssertionGate: RequestGate {
         _ error: any Error, _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
     ) -> GateDecision {
         metrics?.storeErrors.inc()
-        metrics?.rejection(.storeUnavailable).inc()
         switch route.onStoreError {
         case .reject: return .reject(.storeUnavailable, extraHeaders: [])
         case .forward: return forward(.unavailable, request, context)

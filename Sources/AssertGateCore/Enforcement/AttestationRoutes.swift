@@ -180,7 +180,6 @@ public final class AttestationRoutes: LocalHandler {
     private func problem(_ rejection: Rejection, _ request: ProxyRequest, extraHeaders: [(String, String)] = [])
         -> LocalResponse
     {
-        metrics?.rejection(rejection.reason).inc()
         // The detail says which check failed (never secret material): it is
         // what an app developer needs to fix an integration.
         let text = ProblemDetails.body(
@@ -190,6 +189,7 @@ public final class AttestationRoutes: LocalHandler {
         buffer.writeString(text)
         return LocalResponse(
             status: rejection.reason.httpStatus,
-            headers: [("Content-Type", ProblemDetails.contentType)] + extraHeaders, body: buffer)
+            headers: [("Content-Type", ProblemDetails.contentType)] + extraHeaders, body: buffer,
+            reason: rejection.reason, detail: rejection.detail.isEmpty ? nil : rejection.detail)
     }
 }

@@ -92,7 +92,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         if headerBytes > snapshot.config.limits.maxHeaderListBytes {
             keepAlive = false
             discardingRequest = true
-            sendProblem(.headersTooLarge, requestId: requestId)
+            sendProblem(.headersTooLarge, requestId: requestId, method: head.method.rawValue, target: head.uri)
             return
         }
         let framing: RequestBodyFraming
@@ -120,7 +120,9 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         p.start()
     }
 
-    private func sendProblem(_ reason: ReasonToken, requestId: String) {
+    /// Answers a request that never reached a pipeline (its head was refused),
+    /// and reports it like one, so it is counted and logged with its reason.
+    private func sendProblem(_ reason: ReasonToken, requestId: String, method: String, target: String) {
         let body = ProblemResponse.body(reason, requestId: requestId, allocator: allocator)
         var headers = HTTPHeaders()
         for (n, v) in ProblemResponse.headers(bodyLength: body.readableBytes, requestId: requestId, extra: []) {
@@ -129,6 +131,10 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         sendResponseHead(status: reason.httpStatus, headers: headers, endStream: false)
         sendResponseBody(body)
         sendResponseEnd()
+        worker.observer?.requestFinished(
+            RequestSummary(
+                requestId: requestId, method: method, target: target, upstream: nil, status: reason.httpStatus,
+                reason: reason, trust: nil, durationNanoseconds: 0, aborted: false))
     }
 
     // MARK: ResponseSink
@@ -252,6 +258,6 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         }
         keepAlive = false
         let reason: ReasonToken = parseError == .headerOverflow ? .headersTooLarge : .malformedRequest
-        sendProblem(reason, requestId: worker.requestIds.make())
+        sendProblem(reason, requestId: worker.requestIds.make(), method: "", target: "")
     }
 }

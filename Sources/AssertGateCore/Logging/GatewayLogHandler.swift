@@ -133,7 +133,14 @@ public struct GatewayLogHandler: LogHandler {
         case .stringConvertible(let c): raw = c.description
         case .array, .dictionary: return jsonValue(value, depth: 0)
         }
-        let needsQuotes = raw.isEmpty || raw.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }
+        // Quoted (and so escaped) whenever a value could forge a field or a line:
+        // request paths and client-chosen ids reach the log.
+        let needsQuotes =
+            raw.isEmpty
+            || raw.unicodeScalars.contains {
+                $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F
+                    || $0.properties.isWhitespace
+            }
         return needsQuotes ? JSONText.quoted(raw) : raw
     }
 

@@ -8,6 +8,8 @@ public final class GatewayMetrics: Sendable {
     public let requests: MetricFamilyOf<Counter>
     /// `assertgate_rejections_total{reason}`
     public let rejections: MetricFamilyOf<Counter>
+    /// `assertgate_unverified_forwards_total{reason}`
+    public let unverifiedForwards: MetricFamilyOf<Counter>
     /// `assertgate_upstream_request_duration_seconds{upstream}`
     public let upstreamRequestDuration: MetricFamilyOf<Histogram>
     /// `assertgate_enforcement_duration_seconds{mode}` (`enforce`, `monitor`)
@@ -26,6 +28,7 @@ public final class GatewayMetrics: Sendable {
     public let redisCluster: RedisClusterMetrics
 
     private let rejectionByReason: [ReasonToken: Counter]
+    private let unverifiedByReason: [ReasonToken: Counter]
 
     public init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -34,6 +37,11 @@ public final class GatewayMetrics: Sendable {
             labelNames: ["route", "status", "trust"])
         rejections = registry.counter(
             "assertgate_rejections_total", help: "Requests the gateway answered itself with an error, by reason token.",
+            labelNames: ["reason"])
+        unverifiedForwards = registry.counter(
+            "assertgate_unverified_forwards_total",
+            help: "Requests forwarded upstream although their assertion check failed or could not run "
+                + "(monitor routes, onStoreError: forward), by reason token.",
             labelNames: ["reason"])
         upstreamRequestDuration = registry.histogram(
             "assertgate_upstream_request_duration_seconds",
@@ -65,8 +73,13 @@ public final class GatewayMetrics: Sendable {
             moved: redirects.labels("moved"), ask: redirects.labels("ask"), tryAgain: redirects.labels("tryagain"),
             mapRefreshed: maps.labels("success"), mapRefreshFailed: maps.labels("failure"))
         var table: [ReasonToken: Counter] = [:]
-        for reason in ReasonToken.allCases { table[reason] = rejections.labels(reason.rawValue) }
+        var unverified: [ReasonToken: Counter] = [:]
+        for reason in ReasonToken.allCases {
+            table[reason] = rejections.labels(reason.rawValue)
+            unverified[reason] = unverifiedForwards.labels(reason.rawValue)
+        }
         rejectionByReason = table
+        unverifiedByReason = unverified
         // Pre-create the reload results so dashboards see zeros.
         _ = configReloads.labels("success")
         _ = configReloads.labels("failure")
@@ -82,6 +95,10 @@ public final class GatewayMetrics: Sendable {
     /// Lock-free: the table is built at init.
     public func rejection(_ reason: ReasonToken) -> Counter {
         rejectionByReason[reason] ?? rejections.labels(reason.rawValue)
+    }
+
+    public func unverifiedForward(_ reason: ReasonToken) -> Counter {
+        unverifiedByReason[reason] ?? unverifiedForwards.labels(reason.rawValue)
     }
 }
 

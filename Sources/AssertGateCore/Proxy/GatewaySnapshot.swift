@@ -8,6 +8,8 @@ public final class GatewaySnapshot: Sendable {
     let trustPrefixLower: [UInt8]
     /// `<prefix>Trust`, the header the passthrough gate adds.
     public let trustHeaderName: String
+    /// `<prefix>Reason`, read back from a forward decision for metrics and logs.
+    let reasonHeaderName: String
     /// Lower-cased names of the three assertion headers.
     let assertionHeadersLower: [[UInt8]]
 
@@ -21,6 +23,7 @@ public final class GatewaySnapshot: Sendable {
         self.enforcement = enforcement ?? (try? EnforcementContext(config: config))
         self.trustPrefixLower = Array(config.trust.headerPrefix.lowercased().utf8)
         self.trustHeaderName = config.trust.headerPrefix + "Trust"
+        self.reasonHeaderName = config.trust.headerPrefix + "Reason"
         let h = config.attestation.headers
         self.assertionHeadersLower = [h.keyId, h.assertion, h.challenge].map { Array($0.lowercased().utf8) }
     }

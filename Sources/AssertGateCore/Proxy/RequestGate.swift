@@ -69,10 +69,18 @@ public struct LocalResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: ByteBuffer
-    public init(status: Int, headers: [(String, String)], body: ByteBuffer) {
+    /// Set when this is a problem answer: counted and logged like the pipeline's own.
+    public var reason: ReasonToken?
+    /// Which check failed, for the log (never secret material).
+    public var detail: String?
+    public init(
+        status: Int, headers: [(String, String)], body: ByteBuffer, reason: ReasonToken? = nil, detail: String? = nil
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.reason = reason
+        self.detail = detail
     }
 }
 
@@ -100,9 +108,14 @@ public struct RequestSummary: Sendable {
     public var reason: ReasonToken?
     /// The trust level forwarded upstream; nil when the gateway answered itself.
     public var trust: String?
+
     public var durationNanoseconds: Int64
     /// `true` when the response could not be completed (reset / connection closed).
     public var aborted: Bool
+    /// Forwarded without a verified assertion (monitor, `onStoreError: forward`): why.
+    public var forwardedReason: ReasonToken? = nil
+    /// The attest route's failed check, when it answered a problem.
+    public var detail: String? = nil
 }
 
 /// Metrics/access-log hook, one per worker, loop-confined.

@@ -47,6 +47,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var upstreamName: String?
     /// The trust level the gate forwarded with (`<prefix>Trust`), for metrics.
     private var trustValue: String?
+    /// Why a request was forwarded unverified (the `<prefix>Reason` it carried).
+    private var forwardedReason: ReasonToken?
+    /// The attest route's failed check, for the log.
+    private var answeredDetail: String?
     private var aborted = false
     private var replayed = false
     private var discarded = 0
@@ -209,6 +213,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         case .forward(let extra):
             let trustName = snapshot.trustHeaderName
             trustValue = extra.first(where: { $0.0 == trustName })?.1
+            if trustValue != "verified", trustValue != "none" {
+                let reasonName = snapshot.reasonHeaderName
+                forwardedReason = extra.first(where: { $0.0 == reasonName }).flatMap { ReasonToken(rawValue: $0.1) }
+            }
             if let body, body.readableBytes > 0 { pendingBody.append(body) }
             bodyBuffer = nil
             let framing: RequestBodyFraming
@@ -259,6 +267,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             switch result {
             case .success(let response):
                 me.state = .answered
+                me.answeredReason = response.reason
+                me.answeredDetail = response.detail
                 var headers = HTTPHeaders()
                 for (n, v) in response.headers where !ASCII.equalsCI(n, "x-request-id") {
                     headers.add(name: n, value: v)
@@ -357,7 +367,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                     requestId: request.requestId, method: request.method, target: request.target,
                     upstream: upstreamName, status: clientGone && !responseFinished ? 0 : sentStatus,
                     reason: answeredReason, trust: trustValue, durationNanoseconds: elapsed,
-                    aborted: aborted || (clientGone && !responseFinished)))
+                    aborted: aborted || (clientGone && !responseFinished), forwardedReason: forwardedReason,
+                    detail: answeredDetail))
         }
     }
 

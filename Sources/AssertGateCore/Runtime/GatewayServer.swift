@@ -91,7 +91,7 @@ public final class GatewayServer: Sendable {
                         limiter: challengeLimiter, metrics: metrics)
                 ]
             },
-            makeObserver: { _ in MetricsObserver(metrics: metrics) })
+            makeObserver: { _ in RequestObservers([MetricsObserver(metrics: metrics), RequestLog(logger: logger)]) })
         let gateway = Gateway(config: config, enforcement: enforcement, group: group, logger: logger, hooks: hooks)
         let ports: [Int]
         do {

@@ -16,6 +16,11 @@ public final class MetricsObserver: RequestObserver {
         // "rejected", the challenge/attest answers "local".
         let trust = summary.trust ?? (summary.reason != nil ? "rejected" : "local")
         counters.counter(route: route, status: summary.status, trust: trust).inc()
+        if let reason = summary.reason {
+            metrics.rejection(reason).inc()
+        } else if let reason = summary.forwardedReason {
+            metrics.unverifiedForward(reason).inc()
+        }
         if let upstream = summary.upstream, summary.reason == nil {
             metrics.upstreamRequestDuration.labels(upstream).observe(elapsedNanoseconds: summary.durationNanoseconds)
         }

@@ -100,11 +100,23 @@ extension Integration {
             #expect(try await h.attest(device).status == 201)
             _ = try await h.send("GET", "/enforce/a")
             _ = try await h.send("GET", "/enforce/a", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/b", counter: 1))
-            _ = try await h.send("GET", "/monitor/a", headers: h.assertionHeaders(device, method: "GET", path: "/monitor/a", counter: 0))
-            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
-            #expect(metrics.body.contains(#"assertgate_rejections_total{reason="missing-assertion"} 1"#))
-            #expect(metrics.body.contains(#"assertgate_rejections_total{reason="bad-signature"} 1"#))
-            #expect(metrics.body.contains(#"assertgate_rejections_total{reason="counter-replay"} 1"#))
+            // Forwarded (monitor): counted apart from what the gateway answered itself.
+            let monitored = try await h.send("GET", "/monitor/a", headers: h.assertionHeaders(device, method: "GET", path: "/monitor/a", counter: 0))
+            #expect(monitored.status == 200)
+            // Answered outside the assertion gate: the route table, the attest route, the HTTP/1.1 front end.
+            #expect(try await h.send("GET", "/nowhere").status == 404)
+            #expect(try await h.send("POST", EnforcementHarness.prefix + "/attest", body: "{").status == 400)
+            let big = try await h.send("GET", "/open/a", headers: [("X-Big", String(repeating: "b", count: 70_000))], http1: true)
+            #expect(big.status == 431)
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body
+            for (reason, count) in [
+                ("missing-assertion", 1), ("bad-signature", 1), ("counter-replay", 0), ("no-route", 1),
+                ("malformed-request", 1), ("headers-too-large", 1),
+            ] {
+                #expect(metrics.contains(#"assertgate_rejections_total{reason="\#(reason)"} \#(count)"#), "\(reason)")
+            }
+            #expect(metrics.contains(#"assertgate_unverified_forwards_total{reason="counter-replay"} 1"#))
+            #expect(metrics.contains(#"assertgate_unverified_forwards_total{reason="missing-assertion"} 0"#))
             try await h.stop()
         }
 
