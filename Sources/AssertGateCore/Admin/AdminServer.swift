@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Verifier
 
 /// The admin listener (protocol.md §7): HTTP/1.1 on `admin.address`, serving
 /// `/healthz`, `/readyz`, `/metrics` and, with the bearer token, `/keys/*`
@@ -37,7 +38,9 @@ public final class AdminServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     // Idle connections are closed so a stuck client cannot hold sockets forever.
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .seconds(60)))
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    // Parse errors are answered by AdminHTTPHandler: problem+json with an
+                    // X-Request-Id, like every other admin error (protocol.md §7).
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(router: router))
                 }
             }
@@ -69,6 +72,8 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var head: HTTPRequestHead?
     private var bodyBytes = 0
     private var active = true
+    /// A request was handed to the router and its answer is not written yet.
+    private var answering = false
     static let maxBodyBytes = 64 << 10
 
     init(router: AdminRouter) {
@@ -111,6 +116,7 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                 authorization: head.headers.first(name: "authorization"),
                 requestIdHeader: head.headers.first(name: "x-request-id"))
             let router = self.router
+            answering = true
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.makeFutureWithTask {
                 await router.respond(to: request)
@@ -121,7 +127,27 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// Bytes that are not HTTP/1.1: answered 400 `malformed-request` (431
+    /// `headers-too-large` for an oversized head) and the connection closed,
+    /// unless an answer is still owed on it, which a parse error cannot wait for.
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        guard let parseError = error as? HTTPParserError, active, !answering else {
+            context.close(promise: nil)
+            return
+        }
+        let reason: ReasonToken = parseError == .headerOverflow ? .headersTooLarge : .malformedRequest
+        let requestId = RequestId.resolve(nil)
+        let response = AdminResponse(
+            status: reason.httpStatus,
+            headers: [("Content-Type", ProblemDetails.contentType), ("X-Request-Id", requestId)],
+            body: ProblemDetails.body(reason: reason, requestId: requestId))
+        head = nil
+        write(response, for: HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), context: context, forceClose: true)
+        active = false  // nothing more is read from a stream that lost its framing
+    }
+
     private func write(_ response: AdminResponse, for head: HTTPRequestHead, context: ChannelHandlerContext, forceClose: Bool) {
+        answering = false
         // The connection may have gone away while an action was running.
         guard active else { return }
         let keepAlive = head.isKeepAlive && !forceClose

@@ -267,6 +267,20 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
         #expect(tooLarge.headers["connection"] == "close")
         #expect(json(tooLarge.body)["reason"] as? String == "body-too-large")
 
+        // Bytes that are not HTTP/1.1 get a problem answer like any other admin error.
+        for (args, status, reason) in [
+            (["-X", "NOT-A-METHOD"], 400, "malformed-request"),
+            (["-H", "X-Big: " + String(repeating: "h", count: 100_000)], 431, "headers-too-large"),
+        ] {
+            let bad = try Self.curl(args + ["\(base)/healthz"])
+            #expect(bad.status == status)
+            #expect(bad.headers["content-type"] == "application/problem+json")
+            #expect(bad.headers["connection"] == "close")
+            #expect(json(bad.body)["reason"] as? String == reason)
+            #expect(json(bad.body)["requestId"] as? String == bad.headers["x-request-id"])
+        }
+        #expect(try Self.curl(["\(base)/healthz"]).status == 200)
+
         // A token replaced on reload takes effect.
         server.update(token: Secret(source: .inline, value: "tok-456"))
         #expect(try Self.curl(["-H", "Authorization: Bearer tok-123", "\(base)/keys/\(keyIdURL)"]).status == 401)
