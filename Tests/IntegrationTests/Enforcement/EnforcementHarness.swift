@@ -133,6 +133,8 @@ final class EnforcementHarness: @unchecked Sendable {
               - {match: {prefix: /dead/}, upstream: dead, mode: passthrough}
               - {match: {prefix: /slow}, upstream: slow, mode: passthrough}
               - {match: {prefix: /open/}, upstream: legacy, mode: passthrough}
+              - {match: {prefix: /monitor-capped/}, upstream: legacy, mode: monitor, maxBodyBytes: 1KiB}
+              - {match: {prefix: /monitor-strict/}, upstream: legacy, mode: monitor, onStoreError: reject}
             logging: {level: critical, format: text}
             \(fraudMetric)
             """
