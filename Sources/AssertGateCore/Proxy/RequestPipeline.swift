@@ -274,6 +274,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                     headers.add(name: n, value: v)
                 }
                 headers.add(name: "x-request-id", value: me.request.requestId)
+                // A known length, so HTTP/1.1 clients get no chunked framing for a few bytes.
+                if !headers.contains(name: "content-length") {
+                    headers.add(name: "content-length", value: String(response.body.readableBytes))
+                }
                 me.respond(status: response.status, headers: headers, body: response.body)
             case .failure:
                 me.answer(.storeUnavailable)

@@ -139,6 +139,9 @@ extension Integration {
                         #expect(r.json["type"] as? String == "urn:assertgate:problem:method-not-allowed")
                         #expect(r.json["status"] as? Int == 405)
                         #expect(r.json["requestId"] as? String == r.headers["x-request-id"])
+                        // A known length: no chunked framing for a few bytes of JSON.
+                        #expect(r.headers["content-length"] == String(r.body.utf8.count), "\(method) \(target) \(label)")
+                        #expect(r.headers["transfer-encoding"] == nil)
                     }
                 }
             }
