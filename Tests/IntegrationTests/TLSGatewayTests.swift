@@ -38,5 +38,57 @@ extension Integration {
             #expect(plain.status != 0)
             try await h.stop()
         }
+
+        /// A certificate renewed in place (certbot, cert-manager) is served to new
+        /// connections after a reload; a file that does not load changes nothing.
+        @Test func reloadReadsRenewedCertificates() async throws {
+            let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            func makeCertificate(cn: String) async throws {
+                let made = try await Run.tool(
+                    "openssl",
+                    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                     "-subj", "/CN=\(cn)", "-addext", "subjectAltName=IP:127.0.0.1",
+                     "-keyout", dir + "/tls.key", "-out", dir + "/tls.crt"])
+                #expect(made.status == 0, "\(made.stderr)")
+            }
+            try await makeCertificate(cn: "first.example")
+            let listener = ListenerConfig(
+                address: HostPort(host: "127.0.0.1", port: 0),
+                tls: TLSConfig(certificate: dir + "/tls.crt", privateKey: dir + "/tls.key"))
+            let h = try await Harness.start { $0.listeners = [listener] }
+            let url = "https://127.0.0.1:\(h.port)/hello"
+            func servedSubject() async throws -> String {
+                let r = try await Run.tool("curl", ["-sS", "-k", "-v", "-o", "/dev/null", url])
+                #expect(r.status == 0, "\(r.stderr)")
+                return r.stderr.split(separator: "\n").first { $0.contains("subject:") }.map(String.init) ?? ""
+            }
+            #expect(try await servedSubject().contains("CN=first.example"))
+
+            try await makeCertificate(cn: "renewed.example")
+            #expect(try await servedSubject().contains("CN=first.example"), "nothing changes before the reload")
+            var config = h.gateway.config
+            config.listeners = [listener]
+            let result = try h.gateway.reloadCertificates(from: config)
+            #expect(result.reloaded == [listener.address])
+            #expect(result.needRestart.isEmpty)
+            #expect(try await servedSubject().contains("CN=renewed.example"))
+
+            // A broken file: the reload throws, naming it, and the listener keeps its certificate.
+            try "not a certificate".write(toFile: dir + "/tls.crt", atomically: true, encoding: .utf8)
+            #expect(throws: TLSConfigurationError.self) { try h.gateway.reloadCertificates(from: config) }
+            #expect(try await servedSubject().contains("CN=renewed.example"))
+
+            // Listener changes are reported, not applied.
+            var moved = config
+            moved.listeners = [ListenerConfig(address: HostPort(host: "127.0.0.1", port: 1), tls: nil)]
+            try await makeCertificate(cn: "third.example")
+            let changes = try h.gateway.reloadCertificates(from: moved)
+            #expect(changes.reloaded.isEmpty)
+            #expect(changes.needRestart.count == 2, "\(changes.needRestart)")
+            #expect(try await servedSubject().contains("CN=renewed.example"))
+            try await h.stop()
+        }
     }
 }

@@ -152,7 +152,7 @@ public struct AttestationConfig: Sendable {
     public init() {}
 }
 
-public struct RedisConfig: Sendable {
+public struct RedisConfig: Sendable, Equatable {
     /// `redis://[user:password@]host:port/db`, or `rediss://` for TLS
     public var url: String = "redis://127.0.0.1:6379/0"
     /// `store.redis.cluster`: seed node URLs of a Redis Cluster (then `url` is unused).
@@ -177,7 +177,7 @@ public struct RedisTLSConfig: Sendable, Equatable {
     public init() {}
 }
 
-public enum StoreConfig: Sendable {
+public enum StoreConfig: Sendable, Equatable {
     case memory
     case redis(RedisConfig)
 }

@@ -19,6 +19,8 @@ public final class GatewayServer: Sendable {
     /// parsing never run on a worker loop that serves requests.
     private let refresherGroup: MultiThreadedEventLoopGroup?
     private let startedRefreshSettings: [String]
+    /// What a reload cannot change (admin address, store): compared to warn.
+    private let startedConfig: GatewayConfig
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
     private let logger: Logger
@@ -129,8 +131,8 @@ public final class GatewayServer: Sendable {
         let server = GatewayServer(
             configPath: configPath, ports: ports, adminPort: admin.port, metrics: metrics, gateway: gateway,
             admin: admin, stores: stores, refresher: refresher, refresherGroup: refresherGroup,
-            startedRefreshSettings: Self.refreshSettings(config.fraudMetric), group: group, threadPool: threadPool,
-            logger: logger)
+            startedRefreshSettings: Self.refreshSettings(config.fraudMetric), startedConfig: config, group: group,
+            threadPool: threadPool, logger: logger)
         serverBox.withLockedValue { $0 = server }
         refresher?.start()
         return server
@@ -179,13 +181,14 @@ public final class GatewayServer: Sendable {
     private init(
         configPath: String, ports: [Int], adminPort: Int, metrics: GatewayMetrics, gateway: Gateway,
         admin: AdminServer, stores: any StoreProvider, refresher: ReceiptRefresher?,
-        refresherGroup: MultiThreadedEventLoopGroup?, startedRefreshSettings: [String],
+        refresherGroup: MultiThreadedEventLoopGroup?, startedRefreshSettings: [String], startedConfig: GatewayConfig,
         group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool, logger: Logger
     ) {
         self.refresher = refresher
         self.refresherGroup = refresherGroup
         self.startedRefreshSettings = startedRefreshSettings
+        self.startedConfig = startedConfig
         self.configPath = configPath
         self.ports = ports
         self.adminPort = adminPort
@@ -203,16 +206,38 @@ public final class GatewayServer: Sendable {
     public func reload() async -> Result<Void, AdminReloadError> {
         let config: GatewayConfig
         let enforcement: EnforcementContext
+        let certificates: Gateway.CertificateReload
         do {
             config = try ConfigLoader.load(path: configPath)
             enforcement = try EnforcementContext(config: config, refreshesReceipts: refresher != nil)
+            // Last: it swaps the listeners' certificates once every one has loaded.
+            certificates = try gateway.reloadCertificates(from: config)
         } catch let error as ConfigError {
             return rejected(error.diagnostics.map(\.description).joined(separator: "\n"))
         } catch {
             return rejected("\(error)")
         }
+        // What start says loudly, a reload says too: a SIGHUP must not slip in test anchors quietly.
+        for warning in config.warnings { logger.warning("\(warning)") }
+        if !config.attestation.trustAnchors.isEmpty || !config.attestation.receiptTrustAnchors.isEmpty {
+            logger.warning(
+                "TEST TRUST ANCHORS IN USE: attestations are NOT checked against Apple's roots",
+                metadata: ["trustAnchors": "\(config.attestation.trustAnchors)"])
+        }
         if Self.refreshSettings(config.fraudMetric) != startedRefreshSettings {
             logger.warning("fraudMetric changed: receipt refresh keeps running as started until a restart")
+        }
+        for change in certificates.needRestart {
+            logger.warning("\(change): listeners keep running as started until a restart")
+        }
+        if config.admin.address != startedConfig.admin.address {
+            logger.warning("admin.address changed: the admin listener stays on \(startedConfig.admin.address) until a restart")
+        }
+        if config.store != startedConfig.store {
+            logger.warning("store changed: the running store connections stay until a restart")
+        }
+        if !certificates.reloaded.isEmpty {
+            logger.info("TLS certificates reloaded", metadata: ["listeners": "\(certificates.reloaded.map(\.description))"])
         }
         await gateway.reload(config, enforcement: enforcement)
         admin.update(token: config.admin.token)

@@ -14,6 +14,9 @@ public final class Gateway: Sendable {
 
     private struct State {
         var config: GatewayConfig
+        /// The listeners as bound at start, each with the box its accepts read
+        /// their TLS context from (swapped by `reloadCertificates`).
+        var bound: [(listener: ListenerConfig, tls: NIOLockedValueBox<TLSServerContext>?)] = []
         var serverChannels: [any Channel] = []
         var started = false
         var shutDown = false
@@ -57,27 +60,32 @@ public final class Gateway: Sendable {
         }
         var ports: [Int] = []
         var channels: [any Channel] = []
+        var bound: [(listener: ListenerConfig, tls: NIOLockedValueBox<TLSServerContext>?)] = []
         do {
             for listener in config.listeners {
-                let channel = try await bind(listener)
+                // One SSL_CTX per listener, shared by every worker; a bad certificate
+                // or key fails `start()` with a typed error naming the file.
+                let tls = try listener.tls.map { NIOLockedValueBox(try TLSServerContext(config: $0)) }
+                let channel = try await bind(listener, tls: tls)
                 channels.append(channel)
+                bound.append((listener, tls))
                 ports.append(channel.localAddress?.port ?? listener.address.port)
             }
         } catch {
             for c in channels { try? await c.close() }
             throw error
         }
-        state.withLockedValue { $0.serverChannels = channels }
+        state.withLockedValue {
+            $0.serverChannels = channels
+            $0.bound = bound
+        }
         logger.info("gateway listening", metadata: ["ports": "\(ports)"])
         return ports
     }
 
-    private func bind(_ listener: ListenerConfig) async throws -> any Channel {
+    private func bind(_ listener: ListenerConfig, tls: NIOLockedValueBox<TLSServerContext>?) async throws -> any Channel {
         let workers = self.workers
         let logger = self.logger
-        // One SSL_CTX per listener, shared by every worker; a bad certificate
-        // or key fails `start()` with a typed error naming the file.
-        let tls = try listener.tls.map { try TLSServerContext(config: $0) }
         return try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -99,7 +107,8 @@ public final class Gateway: Sendable {
                             handshakeTimeout: listener.handshakeTimeout, idleTimeout: listener.effectiveIdleTimeout,
                             headerTimeout: listener.headerTimeout))
                     if let tls {
-                        try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
+                        // The context current at accept; a connection keeps it for its life.
+                        try sync.addHandler(OpenSSLHandler(context: tls.withLockedValue { $0 }, logger: logger))
                         try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
                     } else {
                         try sync.addHandler(ProtocolDetector(worker: worker))
@@ -108,6 +117,49 @@ public final class Gateway: Sendable {
             }
             .bind(host: listener.address.host, port: listener.address.port)
             .get()
+    }
+
+    /// What a reload did to the listeners.
+    public struct CertificateReload: Sendable {
+        /// TLS listeners whose certificate and key were read again.
+        public var reloaded: [HostPort] = []
+        /// Listener changes that need a restart (added, removed, TLS switched on or off).
+        public var needRestart: [String] = []
+    }
+
+    /// Reads the certificate and key of every running TLS listener again, from
+    /// the files `config` names for the same address, so a renewed certificate
+    /// (same path, new content) or a new path takes effect for new connections;
+    /// open connections keep the one they started with. Every file is loaded
+    /// before anything is swapped: one that fails leaves all listeners as they
+    /// were and throws, naming it.
+    public func reloadCertificates(from config: GatewayConfig) throws -> CertificateReload {
+        let bound = state.withLockedValue { $0.bound }
+        var result = CertificateReload()
+        var swaps: [(NIOLockedValueBox<TLSServerContext>, TLSServerContext)] = []
+        for running in bound {
+            let address = running.listener.address
+            guard let next = config.listeners.first(where: { $0.address == address }) else {
+                result.needRestart.append("listener \(address) removed")
+                continue
+            }
+            switch (running.tls, next.tls) {
+            case (let box?, let tls?):
+                swaps.append((box, try TLSServerContext(config: tls)))
+                result.reloaded.append(address)
+            case (nil, nil):
+                break
+            case (nil, _?):
+                result.needRestart.append("listener \(address) gains TLS")
+            case (_?, nil):
+                result.needRestart.append("listener \(address) loses TLS")
+            }
+        }
+        for next in config.listeners where !bound.contains(where: { $0.listener.address == next.address }) {
+            result.needRestart.append("listener \(next.address) added")
+        }
+        for (box, context) in swaps { box.withLockedValue { $0 = context } }
+        return result
     }
 
     /// Swaps in a new configuration: new requests use it, in-flight ones finish on the old.
