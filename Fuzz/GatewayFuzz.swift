@@ -19,6 +19,8 @@ enum FuzzTarget: UInt8, CaseIterable {
     case resp
     case headerRewrite
     case valueParsers
+    case upstreamResponse
+    case routingPath
 }
 
 /// Aborts with a message libFuzzer shows next to the crash input.
@@ -75,6 +77,8 @@ public func gatewayFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) 
     case .resp: fuzzRESP(bytes)
     case .headerRewrite: fuzzHeaderRewrite(bytes)
     case .valueParsers: fuzzValueParsers(bytes)
+    case .upstreamResponse: fuzzUpstreamResponse(bytes)
+    case .routingPath: fuzzRoutingPath(bytes)
     }
     return 0
 }
@@ -251,11 +255,23 @@ func fuzzHeaderRewrite(_ bytes: [UInt8]) {
         }
         check(up[canonicalForm: "x-request-id"] == ["fuzz-request"], "X-Request-Id not replaced")
     }
-    let down = HeaderRewriter.downstreamResponseHeaders(headers, requestId: "fuzz-request")
-    for (name, _) in down {
-        check(!HeaderRewriter.isHopByHop(name), "hop-by-hop \(name) sent to the client")
+    // The same fields as an upstream's response head (UpstreamResponseParser): none
+    // of those dropped on the way up may reach the client on the way down.
+    var head = Array("HTTP/1.1 200 OK\r\n".utf8)
+    var sent = HTTPHeaders()
+    for (name, value) in headers where UpstreamHeadWriter.isFieldValue(value) {
+        head += Array(name.utf8) + Array(": ".utf8) + Array(value.utf8) + Array("\r\n".utf8)
+        sent.add(name: name, value: value)
     }
-    check(down["x-request-id"] == ["fuzz-request"], "response X-Request-Id not replaced")
+    let listedDown = HeaderRewriter.connectionTokens(sent)
+    head += Array("\r\n".utf8)
+    if let parsed = try? UpstreamResponseParser.parseHead(head) {
+        parsed.head.forEachForwarded { name, _ in
+            let n = String(decoding: name, as: UTF8.self)
+            check(!HeaderRewriter.isHopByHop(n) && n != "x-request-id", "hop-by-hop \(n) sent to the client")
+            check(!HeaderRewriter.isListed(n, listedDown), "Connection-listed \(n) sent to the client")
+        }
+    }
 }
 
 /// RFC 9110 `token` (tchar+).
@@ -285,4 +301,79 @@ func fuzzValueParsers(_ bytes: [UInt8]) {
         _ = url
     }
     _ = RedisURL.redacted(text)
+}
+
+/// What feeding a response gave: compared between one read and many.
+struct ResponseOutcome: Equatable {
+    var heads: [Int] = []
+    var body: [UInt8] = []
+    var ends = 0
+    var failed = false
+}
+
+/// Upstream responses: flags byte (low nibble + 1 = read size, 0x80 = answer to HEAD)
+/// then the bytes. The parser must report the same thing whatever the read size,
+/// never hand out a field outside its head, and never forward a hop-by-hop field.
+func fuzzUpstreamResponse(_ bytes: [UInt8]) {
+    guard let flags = bytes.first else { return }
+    let payload = Array(bytes.dropFirst())
+    let isHead = flags & 0x80 != 0
+    func feed(chunk: Int) -> ResponseOutcome {
+        var parser = UpstreamResponseParser()
+        parser.expectResponse(isHead: isHead)
+        var out = ResponseOutcome()
+        var offset = 0
+        do {
+            while offset < payload.count {
+                let end = min(offset + chunk, payload.count)
+                var buffer = ByteBuffer(bytes: payload[offset..<end])
+                offset = end
+                events: while true {
+                    switch try parser.next(&buffer) {
+                    case .needMore: break events
+                    case .head(let head, _):
+                        out.heads.append(head.status)
+                        check(head.status >= 200 && head.status <= 999, "final status \(head.status)")
+                        for f in head.fields {
+                            check(f.nameStart >= 0 && f.nameStart + f.nameLength <= head.bytes.count, "name out of the head")
+                            check(f.valueStart >= 0 && f.valueStart + f.valueLength <= head.bytes.count, "value out of the head")
+                        }
+                        head.forEachForwarded { name, value in
+                            check(!name.isEmpty && name.allSatisfy { ASCII.isTokenByte($0) && ASCII.lower($0) == $0 }, "forwarded name")
+                            check(HopByHop.classify(name) == .other || HopByHop.classify(name) == .contentLength, "hop-by-hop forwarded")
+                            check(!value.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }), "CR/LF/NUL in a value")
+                        }
+                    case .body(let slice): out.body += Array(buffer: slice)
+                    case .end:
+                        out.ends += 1
+                        check(out.ends == out.heads.count, "an end without its head")
+                        // As the connection handler does: bytes after a response are refused.
+                        if buffer.readableBytes > 0 { throw UpstreamResponseError.unexpectedBytes }
+                    }
+                }
+            }
+            if parser.connectionClosed() { out.ends += 1 }
+        } catch {
+            out.failed = true
+        }
+        check(out.body.count <= payload.count, "more body than input")
+        return out
+    }
+    let whole = feed(chunk: max(1, payload.count))
+    let pieces = feed(chunk: Int(flags & 0x0F) + 1)
+    check(whole == pieces, "read size changed the outcome: \(whole) vs \(pieces)")
+}
+
+/// Route paths: the normalised reading is a plain absolute path.
+func fuzzRoutingPath(_ bytes: [UInt8]) {
+    let path = String(decoding: bytes, as: UTF8.self)
+    guard let normalized = RoutingPath.normalized(path[...]) else { return }
+    check(normalized.first == UInt8(ascii: "/"), "not absolute")
+    check(!normalized.contains(UInt8(ascii: "\\")), "backslash left")
+    let segments = normalized.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst()
+    for (i, s) in segments.enumerated() {
+        check(!s.isEmpty || i == segments.count - 1, "empty segment inside")
+        check(!s.elementsEqual([UInt8(ascii: ".")]) && !s.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]), "dot segment left")
+        check(!s.contains(UInt8(ascii: ";")), "parameter left")
+    }
 }

@@ -174,6 +174,15 @@ put(6, b"\x0bPOST: /\nTransfer-Encoding: chunked\nUpgrade: h2c\nKeep-Alive: 5\nT
 for s in ("30s", "1h30m", "250ms", "0s", "64KiB", "8MiB", "1GiB", "100",
           "redis://user:p%40ss@127.0.0.1:6379/2", "redis://[::1]:6380", "rediss://h/0"):
     put(7, s)
+# 8 upstream responses: flags (low nibble + 1 = read size, 0x80 = HEAD) + bytes
+for flags in (0x00, 0x02, 0x8f):
+    put(8, bytes([flags]) + b"HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Length: 5\r\nConnection: keep-alive, X-A\r\nX-A: 1\r\n\r\nhello")
+    put(8, bytes([flags]) + b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\nT: x\r\n\r\n")
+    put(8, bytes([flags]) + b"HTTP/1.0 200 OK\nContent-Type: text/plain\n\nuntil close")
+put(8, b"\x01HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\nETag: x\r\n\r\n")
+# 9 routing paths
+for s in ("/api/../pay", "/a/%2e%2E/b;x=1//c\\d#f", "/%zz%4", "//", "/a/b/.."):
+    put(9, s)
 PY
     echo "gateway seeds: $(ls "$seeds" | wc -l)"
 

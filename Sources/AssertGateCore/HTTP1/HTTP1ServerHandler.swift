@@ -152,9 +152,14 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         if endStream { sendResponseEnd() }
     }
 
-    func sendUpstreamResponseHead(status: Int, headers: HTTPHeaders, requestId: String) {
-        let h = HeaderRewriter.downstreamResponseHeaders(headers, requestId: requestId)
-        sendResponseHead(status: status, headers: h, endStream: false)
+    func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) {
+        var h = HTTPHeaders()
+        h.reserveCapacity(head.fields.count + 1)
+        head.forEachForwarded { name, value in
+            h.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        }
+        h.add(name: "x-request-id", value: requestId)
+        sendResponseHead(status: head.status, headers: h, endStream: false)
     }
 
     func sendResponseBody(_ buffer: ByteBuffer) {

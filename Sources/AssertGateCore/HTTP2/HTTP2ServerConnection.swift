@@ -325,11 +325,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     // MARK: sink operations (called by HTTP2Stream, never from a callback)
 
-    /// With `rewriteFor`, `headers` come straight from an upstream: hop-by-hop headers and its
-    /// X-Request-Id are skipped and `rewriteFor` is sent as X-Request-Id.
-    func submitResponse(
-        _ stream: HTTP2Stream, status: Int, headers: HTTPHeaders, endStream: Bool, rewriteFor requestId: String? = nil
-    ) {
+    /// A response the gateway made itself (its headers are sent as they are).
+    func submitResponse(_ stream: HTTP2Stream, status: Int, headers: HTTPHeaders, endStream: Bool) {
         assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session else { return }
         // Work on locals (moved out of the scratch properties, so no copy and no
@@ -349,20 +346,13 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             swap(&nva, &nvArray)
         }
         Self.appendNV(":status", String(status), flags: 0, bytes: &bytes, spans: &spans)
-        let listed = requestId == nil ? [] : HeaderRewriter.connectionTokens(headers)
         // A fresh id per response would only churn the HPACK dynamic table (and push out
         // server/content-type/date): send it never-indexed.
         let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
         for (name, value) in headers {
             let isRequestId = ASCII.equalsCI(name, "x-request-id")
-            if requestId != nil,
-                isRequestId || HeaderRewriter.isHopByHop(name) || HeaderRewriter.isListed(name, listed)
-            {
-                continue
-            }
             Self.appendNV(name, value, flags: isRequestId ? noIndex : 0, bytes: &bytes, spans: &spans)
         }
-        if let requestId { Self.appendNV("x-request-id", requestId, flags: noIndex, bytes: &bytes, spans: &spans) }
         let rv: Int32 = bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
             guard let base = buf.baseAddress else { return -1 }
             for s in spans {
@@ -378,6 +368,62 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
                 read_callback: HTTP2ServerConnection.readCallback)
             return nghttp2_submit_response(session, stream.id, nva, nva.count, &provider)
+        }
+        if rv != 0 {
+            worker.logger.debug("submit_response failed", metadata: ["code": "\(rv)"])
+            resetStream(stream, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue)
+        }
+        scheduleFlush()
+    }
+
+    /// An upstream's head: the header list points straight into the parsed head
+    /// bytes (names already lower-cased, hop-by-hop fields marked), so no field
+    /// is copied before nghttp2 copies it into its own frame.
+    func submitUpstreamResponse(_ stream: HTTP2Stream, head: UpstreamResponseHead, requestId: String) {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
+        guard let session else { return }
+        var scratch: [UInt8] = []
+        var spans: [NVSpan] = []
+        var nva: [nghttp2_nv] = []
+        swap(&scratch, &nvBytes)
+        swap(&spans, &nvSpans)
+        swap(&nva, &nvArray)
+        scratch.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
+        nva.removeAll(keepingCapacity: true)
+        defer {
+            swap(&scratch, &nvBytes)
+            swap(&spans, &nvSpans)
+            swap(&nva, &nvArray)
+        }
+        Self.appendNV(":status", String(head.status), flags: 0, bytes: &scratch, spans: &spans)
+        // A fresh id per response would only churn the HPACK dynamic table: never-indexed.
+        Self.appendNV(
+            "x-request-id", requestId, flags: UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue), bytes: &scratch, spans: &spans)
+        var provider = nghttp2_data_provider(
+            source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
+            read_callback: HTTP2ServerConnection.readCallback)
+        let rv: Int32 = scratch.withUnsafeMutableBufferPointer { local -> Int32 in
+            head.bytes.withUnsafeBufferPointer { upstream -> Int32 in
+                guard let lb = local.baseAddress, let ub = upstream.baseAddress else { return -1 }
+                let upstreamBase = UnsafeMutablePointer(mutating: ub)
+                // :status first (pseudo-headers precede fields), then the upstream's, then the id.
+                nva.append(
+                    nghttp2_nv(
+                        name: lb + spans[0].nameStart, value: lb + spans[0].valueStart, namelen: spans[0].nameLen,
+                        valuelen: spans[0].valueLen, flags: spans[0].flags))
+                for f in head.fields where f.forward {
+                    nva.append(
+                        nghttp2_nv(
+                            name: upstreamBase + f.nameStart, value: upstreamBase + f.valueStart, namelen: f.nameLength,
+                            valuelen: f.valueLength, flags: 0))
+                }
+                nva.append(
+                    nghttp2_nv(
+                        name: lb + spans[1].nameStart, value: lb + spans[1].valueStart, namelen: spans[1].nameLen,
+                        valuelen: spans[1].valueLen, flags: spans[1].flags))
+                return nghttp2_submit_response(session, stream.id, nva, nva.count, &provider)
+            }
         }
         if rv != 0 {
             worker.logger.debug("submit_response failed", metadata: ["code": "\(rv)"])

@@ -50,10 +50,10 @@ final class HTTP2Stream: ResponseSink {
         connection?.submitResponse(self, status: status, headers: headers, endStream: endStream)
     }
 
-    func sendUpstreamResponseHead(status: Int, headers: HTTPHeaders, requestId: String) {
+    func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) {
         guard !isClosed, !responseSubmitted else { return }
         responseSubmitted = true
-        connection?.submitResponse(self, status: status, headers: headers, endStream: false, rewriteFor: requestId)
+        connection?.submitUpstreamResponse(self, head: head, requestId: requestId)
     }
 
     func sendResponseBody(_ buffer: ByteBuffer) {

@@ -30,4 +30,78 @@ enum ASCII {
             return true
         }
     }
+
+    // MARK: byte slices (the upstream response parser)
+
+    /// RFC 9110 tchar.
+    @inline(__always) static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"),
+            UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
+            UInt8(ascii: "|"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    @inline(__always) static func digit(_ b: UInt8) -> Int? {
+        b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") ? Int(b - UInt8(ascii: "0")) : nil
+    }
+
+    @inline(__always) static func hexDigit(_ b: UInt8) -> Int? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(b - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return Int(b - UInt8(ascii: "a")) + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return Int(b - UInt8(ascii: "A")) + 10
+        default: return nil
+        }
+    }
+
+    /// Without leading and trailing spaces and tabs.
+    static func trimmed(_ s: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var s = s
+        while let f = s.first, f == UInt8(ascii: " ") || f == 0x09 { s = s.dropFirst() }
+        while let l = s.last, l == UInt8(ascii: " ") || l == 0x09 { s = s.dropLast() }
+        return s
+    }
+
+    /// Case-insensitive equality with a lower-case literal.
+    static func equalsLower(_ s: ArraySlice<UInt8>, _ lower: StaticString) -> Bool {
+        guard s.count == lower.utf8CodeUnitCount else { return false }
+        return lower.withUTF8Buffer { lit in
+            var i = 0
+            for b in s {
+                if ASCII.lower(b) != lit[i] { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+
+    /// Case-insensitive equality of `s` with `lower`, already lower-case.
+    static func equalsLowerBytes(_ s: ArraySlice<UInt8>, _ lower: ArraySlice<UInt8>) -> Bool {
+        s.count == lower.count && zip(s, lower).allSatisfy { ASCII.lower($0) == $1 }
+    }
+
+    /// A `Content-Length` value: digits only, or a list of equal values
+    /// ("5, 5", which RFC 9110 §8.6 allows a recipient to accept); at most 18
+    /// digits, so it fits an Int.
+    static func contentLength(_ value: ArraySlice<UInt8>) -> Int? {
+        var result: Int?
+        for part in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            let t = trimmed(part)
+            guard !t.isEmpty, t.count <= 18 else { return nil }
+            var n = 0
+            for b in t {
+                guard let d = digit(b) else { return nil }
+                n = n * 10 + d
+            }
+            if let r = result, r != n { return nil }
+            result = n
+        }
+        return result
+    }
 }

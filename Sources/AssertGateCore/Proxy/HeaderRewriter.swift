@@ -151,20 +151,6 @@ enum HeaderRewriter {
         out.add(name: "X-Forwarded-Proto", value: scheme)
         for (name, value) in extra { out.add(name: name, value: value) }
     }
-
-    /// Upstream response headers → client: hop-by-hop removed, X-Request-Id replaced.
-    static func downstreamResponseHeaders(_ upstream: HTTPHeaders, requestId: String) -> HTTPHeaders {
-        let listed = connectionTokens(upstream)
-        var out = HTTPHeaders()
-        out.reserveCapacity(upstream.count + 1)
-        for (name, value) in upstream {
-            if isHopByHop(name) || ASCII.equalsCI(name, "x-request-id") { continue }
-            if !listed.isEmpty, isListed(name, listed) { continue }
-            out.add(name: name, value: value)
-        }
-        out.add(name: "x-request-id", value: requestId)
-        return out
-    }
 }
 
 /// How the request body is framed towards the HTTP/1.1 upstream.
@@ -273,18 +259,7 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
 
     /// RFC 9110 token characters (method, header names).
     static func isToken(_ s: String) -> Bool {
-        !s.isEmpty && allBytes(s) { b in
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"),
-                UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
-                UInt8(ascii: "|"), UInt8(ascii: "~"):
-                return true
-            default:
-                return false
-            }
-        }
+        !s.isEmpty && allBytes(s, ASCII.isTokenByte)
     }
 
     /// No control character but HTAB (CR/LF/NUL would split or smuggle requests).

@@ -413,12 +413,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
     }
 
-    func upstreamResponseHead(_ head: HTTPResponseHead) {
+    func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard case .forwarding = state else { return }
         responseStarted = true
-        sentStatus = Int(head.status.code)
+        sentStatus = head.status
         if clientGone { return }
-        sink.sendUpstreamResponseHead(status: Int(head.status.code), headers: head.headers, requestId: request.requestId)
+        sink.sendUpstreamResponseHead(head, requestId: request.requestId)
     }
 
     func upstreamResponseBody(_ buffer: ByteBuffer) {

@@ -9,7 +9,8 @@ protocol ResponseSink: AnyObject {
     func sendResponseHead(status: Int, headers: HTTPHeaders, endStream: Bool)
     /// An upstream's head as received: the sink drops hop-by-hop headers and the upstream's
     /// X-Request-Id and adds `requestId` (HTTP/2 does it while encoding, without a copy).
-    func sendUpstreamResponseHead(status: Int, headers: HTTPHeaders, requestId: String)
+    /// The upstream's head, hop-by-hop fields marked; `X-Request-Id` is set to `requestId`.
+    func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String)
     func sendResponseBody(_ buffer: ByteBuffer)
     func sendResponseEnd()
     /// The response cannot be completed: reset the stream / close the connection.

@@ -1,11 +1,11 @@
 import NIOCore
-import NIOHTTP1
 
 /// Receives one exchange's events. All calls on the worker's event loop.
 protocol UpstreamExchangeDelegate: AnyObject {
     func upstreamLeased(_ connection: UpstreamConnection)
     func upstreamLeaseFailed(_ error: UpstreamError)
-    func upstreamResponseHead(_ head: HTTPResponseHead)
+    /// The head's bytes are the parser's: read them before returning.
+    func upstreamResponseHead(_ head: UpstreamResponseHead)
     func upstreamResponseBody(_ buffer: ByteBuffer)
     func upstreamResponseEnd()
     /// The exchange failed after the lease (before or during the response).
@@ -117,28 +117,30 @@ final class UpstreamConnection {
 
     // MARK: from the channel handler
 
-    func received(_ part: HTTPClientResponsePart) {
-        switch part {
-        case .head(let head):
-            if head.status.code < 200, head.status.code != 101 { return }  // 1xx interim: skip
-            responseDeadline = nil
-            responseStarted = true
-            responseKeepAlive = head.isKeepAlive
-            delegate?.upstreamResponseHead(head)
-        case .body(let buffer):
-            delegate?.upstreamResponseBody(buffer)
-        case .end:
-            responseDone = true
-            responseDeadline = nil
-            let d = delegate
-            if !requestDone {
-                // Answered before the request body was sent: cannot be reused.
-                delegate = nil
-                close()
-            }
-            d?.upstreamResponseEnd()
-            maybeRelease()
+    func receivedHead(_ head: UpstreamResponseHead, keepAlive: Bool) {
+        responseDeadline = nil
+        responseStarted = true
+        responseKeepAlive = keepAlive
+        delegate?.upstreamResponseHead(head)
+    }
+
+    func receivedBody(_ buffer: ByteBuffer) {
+        delegate?.upstreamResponseBody(buffer)
+    }
+
+    /// `reusable`: false when bytes followed the response (the connection is closed after).
+    func receivedEnd(reusable: Bool) {
+        responseDone = true
+        responseDeadline = nil
+        if !reusable { responseKeepAlive = false }
+        let d = delegate
+        if !requestDone {
+            // Answered before the request body was sent: cannot be reused.
+            delegate = nil
+            close()
         }
+        d?.upstreamResponseEnd()
+        maybeRelease()
     }
 
     /// No byte of the response arrived yet on this exchange.
@@ -187,11 +189,13 @@ final class UpstreamWriteHandler: ChannelOutboundHandler, RemovableChannelHandle
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 }
 
-/// The last handler of an upstream channel: forwards parts to the connection and
-/// holds `read()` while the downstream is congested (back-pressure). Writes the
-/// request (head bytes, body, chunk framing) through `UpstreamWriteHandler`.
+/// The last handler of an upstream channel: parses responses
+/// (`UpstreamResponseParser`, straight from the socket's buffers) for the
+/// connection and holds `read()` while the downstream is congested
+/// (back-pressure). Writes the request (head bytes, body, chunk framing)
+/// through `UpstreamWriteHandler`.
 final class UpstreamClientHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTPClientResponsePart
+    typealias InboundIn = ByteBuffer
     /// Nothing is written through this handler (see `write`); it only holds `read()`.
     typealias OutboundIn = ByteBuffer
 
@@ -199,34 +203,25 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
     var readsPaused = false
     private var pendingRead = false
     private var context: ChannelHandlerContext?
-    private let decoder: HTTPResponseDecoder
+    private var parser = UpstreamResponseParser()
     private unowned let writer: UpstreamWriteHandler
 
-    /// What the decoder needs to know of a request: its method (HEAD responses have no body).
-    private static let headMarker = HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .HEAD, uri: "/"))
-    private static let getMarker = HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"))
-
-    init(decoder: HTTPResponseDecoder, writer: UpstreamWriteHandler) {
-        self.decoder = decoder
+    init(writer: UpstreamWriteHandler) {
         self.writer = writer
     }
 
     /// The handlers of an upstream channel, socket side first.
     static func install(on pipeline: ChannelPipeline.SynchronousOperations) throws {
         let writer = UpstreamWriteHandler()
-        let decoder = HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)
         try pipeline.addHandler(writer)
-        try pipeline.addHandler(ByteToMessageHandler(decoder))
-        try pipeline.addHandler(UpstreamClientHandler(decoder: decoder, writer: writer))
+        try pipeline.addHandler(UpstreamClientHandler(writer: writer))
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func writeHead(_ head: UpstreamRequestHead) {
-        // The decoder pairs each response with a request head it saw written; it only
-        // reads the method, so a shared marker head stands in for the real one.
-        decoder.write(data: head.isHead ? Self.headMarker : Self.getMarker)
+        parser.expectResponse(isHead: head.isHead)
         write(head.bytes, promise: nil)
     }
 
@@ -264,7 +259,33 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
     func flush() { writer.context?.flush() }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        connection?.received(unwrapInboundIn(data))
+        var buffer = unwrapInboundIn(data)
+        do {
+            while true {
+                // The parser's access ends with each event: what the connection does
+                // with it (release, a new exchange's writeHead) may touch the parser.
+                switch try parser.next(&buffer) {
+                case .needMore:
+                    return
+                case .head(let head, let keepAlive):
+                    connection?.receivedHead(head, keepAlive: keepAlive)
+                case .body(let slice):
+                    connection?.receivedBody(slice)
+                case .end:
+                    let trailing = buffer.readableBytes > 0
+                    connection?.receivedEnd(reusable: !trailing)
+                    if trailing { throw UpstreamResponseError.unexpectedBytes }
+                }
+            }
+        } catch {
+            // A response that cannot be read: the exchange fails via channelInactive.
+            // Logged like nginx's "upstream sent invalid header": the upstream is broken.
+            if let c = connection {
+                c.endpoint.pool.logger.warning(
+                    "upstream response refused", metadata: ["endpoint": "\(c.endpoint.endpoint)", "error": "\(error)"])
+            }
+            context.close(promise: nil)
+        }
     }
 
     func read(context: ChannelHandlerContext) {
@@ -285,6 +306,8 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         let c = connection
+        // A body delimited by the close is complete now.
+        if parser.connectionClosed() { c?.receivedEnd(reusable: false) }
         connection = nil
         c?.channelClosed()
         context.fireChannelInactive()

@@ -16,7 +16,7 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
         promise.succeed(nil)
     }
     func upstreamLeaseFailed(_ error: UpstreamError) { promise.succeed(error) }
-    func upstreamResponseHead(_ head: HTTPResponseHead) {}
+    func upstreamResponseHead(_ head: UpstreamResponseHead) {}
     func upstreamResponseBody(_ buffer: ByteBuffer) {}
     func upstreamResponseEnd() {}
     func upstreamFailed(_ error: UpstreamError) {}

@@ -1,0 +1,182 @@
+import NIOCore
+import Testing
+
+@testable import AssertGateCore
+
+@Suite struct UpstreamResponseParserTests {
+    /// What the parser reported for `chunks` fed one after another.
+    struct Outcome: Equatable {
+        var status: Int?
+        var keepAlive: Bool?
+        var forwarded: [String] = []
+        var body = ""
+        var ends = 0
+        var error: UpstreamResponseError?
+        /// Bytes left in the last chunk after the end.
+        var leftover = 0
+    }
+
+    private func run(_ chunks: [String], isHead: Bool = false, close: Bool = false) -> Outcome {
+        var parser = UpstreamResponseParser()
+        parser.expectResponse(isHead: isHead)
+        var out = Outcome()
+        do {
+            for chunk in chunks {
+                var buffer = ByteBuffer(string: chunk)
+                loop: while true {
+                    switch try parser.next(&buffer) {
+                    case .needMore: break loop
+                    case .head(let head, let keepAlive):
+                        out.status = head.status
+                        out.keepAlive = keepAlive
+                        head.forEachForwarded { n, v in
+                            out.forwarded.append(String(decoding: n, as: UTF8.self) + ": " + String(decoding: v, as: UTF8.self))
+                        }
+                    case .body(let slice): out.body += String(buffer: slice)
+                    case .end:
+                        out.ends += 1
+                        out.leftover = buffer.readableBytes
+                        break loop
+                    }
+                }
+            }
+            if close, parser.connectionClosed() { out.ends += 1 }
+        } catch {
+            out.error = error
+        }
+        return out
+    }
+
+    /// Every split of `text` into two reads gives the same outcome as one read.
+    private func splitsAgree(_ text: String, isHead: Bool = false) {
+        let whole = run([text], isHead: isHead)
+        let bytes = Array(text.utf8)
+        for i in 1..<bytes.count {
+            let a = String(decoding: bytes[..<i], as: UTF8.self)
+            let b = String(decoding: bytes[i...], as: UTF8.self)
+            #expect(run([a, b], isHead: isHead) == whole, "split at \(i)")
+        }
+    }
+
+    @Test func contentLengthResponseWithHopByHopFieldsDropped() {
+        let r = run([
+            "HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Type: application/json\r\nContent-Length: 5\r\n"
+                + "Connection: keep-alive, X-Internal\r\nX-Internal: 1\r\nKeep-Alive: timeout=5\r\n"
+                + "X-Request-Id: upstream\r\nProxy-Foo: x\r\n\r\nhello"
+        ])
+        #expect(r.status == 200)
+        #expect(r.keepAlive == true)
+        #expect(r.forwarded == ["server: nginx", "content-type: application/json", "content-length: 5"])
+        #expect(r.body == "hello")
+        #expect(r.ends == 1)
+        #expect(r.error == nil)
+    }
+
+    @Test func everySplitOfAResponseParsesTheSame() {
+        splitsAgree("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nDate: x\r\n\r\nabc")
+        splitsAgree("HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n")
+        splitsAgree("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\nServer: s\n\n")
+    }
+
+    @Test func chunkedBodiesAndTrailers() {
+        let r = run(["HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "5\r\nhello\r\n", "6\r\n world\r\n0\r\n\r\n"])
+        #expect(r.body == "hello world")
+        #expect(r.ends == 1)
+        #expect(r.forwarded.isEmpty)
+        #expect(r.keepAlive == true)
+        let trailers = run(["HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n0\r\nA: b\r\nC: d\r\n\r\n"])
+        #expect(trailers.body == "0123456789")
+        #expect(trailers.ends == 1)
+    }
+
+    @Test func bodylessResponses() {
+        for text in [
+            "HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+        ] {
+            let r = run([text])
+            #expect(r.ends == 1 && r.body.isEmpty && r.error == nil, "\(text)")
+        }
+        let head = run(["HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"], isHead: true)
+        #expect(head.ends == 1)
+        #expect(head.forwarded == ["content-length: 10"])
+    }
+
+    @Test func bodiesDelimitedByTheClose() {
+        let r = run(["HTTP/1.0 200 OK\r\n\r\nsome", " bytes"], close: true)
+        #expect(r.body == "some bytes")
+        #expect(r.keepAlive == false)
+        #expect(r.ends == 1)
+        let te = run(["HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz"], close: true)
+        #expect(te.body == "zz" && te.keepAlive == false && te.ends == 1)
+        // A close in the middle of a length-framed body does not complete it.
+        let cut = run(["HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"], close: true)
+        #expect(cut.ends == 0)
+    }
+
+    @Test func keepAliveFollowsVersionAndConnection() {
+        #expect(run(["HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"]).keepAlive == false)
+        #expect(run(["HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"]).keepAlive == false)
+        #expect(run(["HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n"]).keepAlive == true)
+        #expect(run(["HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"]).keepAlive == true)
+    }
+
+    @Test func bytesAfterTheResponseAreLeftForTheCaller() {
+        let r = run(["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"])
+        #expect(r.ends == 1)
+        #expect(r.leftover == "HTTP/1.1 200 OK\r\n".utf8.count)
+        var parser = UpstreamResponseParser()
+        var stray = ByteBuffer(string: "HTTP/1.1 200 OK\r\n\r\n")
+        #expect(throws: UpstreamResponseError.unexpectedBytes) { try parser.next(&stray) }
+    }
+
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", UpstreamResponseError.conflictingFraming),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", .badContentLength),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\n", .badContentLength),
+        ("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", .badContentLength),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 1234567890123456789\r\n\r\n", .badContentLength),
+        ("HTTP/1.1 200 OK\r\nContent-Length: +3\r\n\r\n", .badContentLength),
+        ("HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n", .malformedField),
+        ("HTTP/1.1 200 OK\r\nX : a\r\n\r\n", .malformedField),
+        ("HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", .malformedField),
+        ("HTTP/1.1 200 OK\r\nX: a\u{0}b\r\n\r\n", .malformedField),
+        ("HTTP/1.1 200 OK\r\n: a\r\n\r\n", .malformedField),
+        ("HTTP/1.1 200 OK\r\nNoColon\r\n\r\n", .malformedField),
+        ("HTTP/2.0 200 OK\r\n\r\n", .malformedStatusLine),
+        ("HTTP/1.1 20 OK\r\n\r\n", .malformedStatusLine),
+        ("HTTP/1.1 099 Low\r\n\r\n", .malformedStatusLine),
+        ("http/1.1 200 OK\r\n\r\n", .malformedStatusLine),
+        ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", .switchingProtocols),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZ\r\n", .malformedChunk),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r\n", .malformedChunk),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1234567890abcdef0\r\n", .malformedChunk),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX", .malformedChunk),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nA: b\rc\r\n\r\n", .malformedChunk),
+    ])
+    func malformedResponsesAreRefused(_ text: String, _ expected: UpstreamResponseError) {
+        #expect(run([text]).error == expected)
+    }
+
+    @Test func limitsBoundWhatIsBuffered() {
+        let field = "X-Pad: " + String(repeating: "p", count: 1000) + "\r\n"
+        let longHead = "HTTP/1.1 200 OK\r\n" + String(repeating: field, count: 70)
+        // In one read and trickled, the head is refused once it passes 64 KiB.
+        #expect(run([longHead + "\r\n"]).error == .headTooLarge)
+        #expect(run(Array(repeating: field, count: 70).enumerated().map { $0.offset == 0 ? "HTTP/1.1 200 OK\r\n" + $0.element : $0.element }).error == .headTooLarge)
+        let many = "HTTP/1.1 200 OK\r\n" + String(repeating: "A: b\r\n", count: 300) + "\r\n"
+        #expect(run([many]).error == .tooManyFields)
+        let ext = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;" + String(repeating: "e", count: 2000) + "\r\n"
+        #expect(run([ext]).error == .malformedChunk)
+        let trailers = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+            + String(repeating: "T: " + String(repeating: "t", count: 1000) + "\r\n", count: 70)
+        #expect(run([trailers]).error == .trailersTooLarge)
+    }
+
+    @Test func interimResponsesAreSkipped() {
+        let r = run(["HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"])
+        #expect(r.status == 200)
+        #expect(r.body == "x")
+        #expect(r.forwarded == ["content-length: 1"])
+    }
+}

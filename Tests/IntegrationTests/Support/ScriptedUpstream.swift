@@ -1,0 +1,66 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// An upstream that answers every request head with bytes chosen by its path
+/// (`answers[path]`), written as they are: for responses a well-behaved
+/// server would never send. Counts the connections it accepted.
+final class ScriptedUpstream: Sendable {
+    let port: Int
+    private let channel: any Channel
+    private let group: MultiThreadedEventLoopGroup
+    private let accepted = NIOLockedValueBox(0)
+
+    var connections: Int { accepted.withLockedValue { $0 } }
+
+    /// `closeAfter`: paths whose answer is followed by closing the connection.
+    init(answers: [String: String], closeAfter: Set<String> = []) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let accepted = self.accepted
+        channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                accepted.withLockedValue { $0 += 1 }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Handler(answers: answers, closeAfter: closeAfter))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        port = channel.localAddress?.port ?? 0
+        self.group = group
+    }
+
+    func stop() async throws {
+        try await channel.close()
+        try await group.shutdownGracefully()
+    }
+
+    private final class Handler: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let answers: [String: String]
+        let closeAfter: Set<String>
+        var received: [UInt8] = []
+
+        init(answers: [String: String], closeAfter: Set<String>) {
+            self.answers = answers
+            self.closeAfter = closeAfter
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            received += Array(buffer: unwrapInboundIn(data))
+            // One request head at a time (the tests send no bodies).
+            while let end = received.firstRange(of: Array("\r\n\r\n".utf8)) {
+                let head = String(decoding: received[..<end.lowerBound], as: UTF8.self)
+                received.removeSubrange(..<end.upperBound)
+                let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? ""
+                let answer = answers[path] ?? "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+                let write = context.writeAndFlush(NIOAny(ByteBuffer(string: answer)))
+                if closeAfter.contains(path) {
+                    let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
+                    write.whenComplete { _ in ctx.value.close(promise: nil) }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import AssertGateCore
+import AssertGateTestSupport
+import Foundation
+import Testing
+
+extension Integration {
+    /// Responses from an upstream that does not behave: the gateway's own
+    /// HTTP/1.1 response parser must frame them right, refuse what could
+    /// smuggle, and never reuse a connection it cannot trust.
+    @Suite(.serialized) struct UpstreamResponseTests {
+        static let answers: [String: String] = [
+            "/chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n"
+                + "5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: dropped\r\n\r\n",
+            "/both": "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            "/listed": "HTTP/1.1 200 OK\r\nConnection: X-Secret\r\nX-Secret: internal\r\nX-Public: yes\r\n"
+                + "Content-Length: 2\r\n\r\nok",
+            "/until-close": "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nthe whole body",
+            "/garbage-after": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK",
+            "/folded": "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
+            "/ok": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        ]
+
+        private func curl(_ h: Harness, _ path: String, http1: Bool = false) async throws -> (status: Int, headers: String, body: String) {
+            let r = try await Run.tool(
+                "curl", ["-sS", http1 ? "--http1.1" : "--http2-prior-knowledge", "-D", "-", "--max-time", "10", h.base + path])
+            #expect(r.status == 0, "\(r.stderr)")
+            let parts = r.stdout.components(separatedBy: "\r\n\r\n")
+            let status = Int(parts.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+            return (status, parts.first?.lowercased() ?? "", parts.dropFirst().joined(separator: "\r\n\r\n"))
+        }
+
+        @Test(arguments: [false, true])
+        func oddButValidResponsesAreFramedRight(http1: Bool) async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers, closeAfter: ["/until-close"])
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)])
+            let chunked = try await curl(h, "/chunked", http1: http1)
+            #expect(chunked.status == 200)
+            #expect(chunked.body == "hello, world")
+            #expect(!chunked.headers.contains("x-trailer"))
+            let listed = try await curl(h, "/listed", http1: http1)
+            #expect(listed.body == "ok")
+            #expect(listed.headers.contains("x-public: yes"))
+            #expect(!listed.headers.contains("x-secret"), "a field the upstream's Connection lists is hop-by-hop")
+            let untilClose = try await curl(h, "/until-close", http1: http1)
+            #expect(untilClose.status == 200)
+            #expect(untilClose.body == "the whole body")
+            try await h.stop()
+            try await up.stop()
+        }
+
+        @Test func smugglingSignalsAreAnswered502() async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers)
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)])
+            for path in ["/both", "/folded"] {
+                let r = try await curl(h, path)
+                #expect(r.status == 502, "\(path)")
+                #expect(r.body.contains("upstream-unavailable"), "\(path)")
+            }
+            try await h.stop()
+            try await up.stop()
+        }
+
+        @Test func aConnectionWithBytesAfterTheResponseIsNotReused() async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers)
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)], threads: 1)
+            let first = try await curl(h, "/garbage-after")
+            #expect(first.status == 200)
+            #expect(first.body == "ok")
+            let before = up.connections
+            // Kept-alive connections are reused; the one that carried junk is not.
+            #expect(try await curl(h, "/ok").body == "ok")
+            #expect(try await curl(h, "/ok").body == "ok")
+            #expect(up.connections == before + 1)
+            try await h.stop()
+            try await up.stop()
+        }
+    }
+}
