@@ -522,11 +522,18 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             }
             return
         }
-        if let out, out.readableBytes > 0 {
+        if var out, out.readableBytes > 0 {
             context.writeAndFlush(wrapOutboundOut(out), promise: nil)
+            // Kept: once the socket has taken it, this is its only reference and the
+            // next flush writes into it without allocating (else it copies, as before).
+            out.clear()
+            spareOutput = out
         }
         if more, context.channel.isWritable { scheduleFlush() }
     }
+
+    /// The last flush's output buffer, for the next one (see `flushNow`).
+    private var spareOutput: ByteBuffer?
 
     /// True when output is left because the per-flush cap was reached.
     private func drain(_ session: OpaquePointer, into out: inout ByteBuffer?) -> Bool {
@@ -544,7 +551,14 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 return false
             }
             guard n > 0, let ptr else { return false }
-            if out == nil { out = allocator.buffer(capacity: max(4096, n)) }
+            if out == nil {
+                if var spare = spareOutput.take() {
+                    spare.clear()
+                    out = spare
+                } else {
+                    out = allocator.buffer(capacity: max(4096, n))
+                }
+            }
             out?.writeBytes(UnsafeRawBufferPointer(start: ptr, count: n))
             if let o = out, o.readableBytes >= Self.maxOutputPerFlush { return true }
         }

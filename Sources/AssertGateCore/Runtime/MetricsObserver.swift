@@ -5,6 +5,16 @@ public final class MetricsObserver: RequestObserver {
     private let metrics: GatewayMetrics
     private let counters: RequestCounterCache
 
+    /// Per upstream, resolved once: `labels` takes the family's lock.
+    private var durations: [String: Histogram] = [:]
+
+    private func durationHistogram(_ upstream: String) -> Histogram {
+        if let h = durations[upstream] { return h }
+        let h = metrics.upstreamRequestDuration.labels(upstream)
+        durations[upstream] = h
+        return h
+    }
+
     public init(metrics: GatewayMetrics) {
         self.metrics = metrics
         self.counters = RequestCounterCache(metrics: metrics)
@@ -22,7 +32,7 @@ public final class MetricsObserver: RequestObserver {
             metrics.unverifiedForward(reason).inc()
         }
         if let upstream = summary.upstream, summary.reason == nil {
-            metrics.upstreamRequestDuration.labels(upstream).observe(elapsedNanoseconds: summary.durationNanoseconds)
+            durationHistogram(upstream).observe(elapsedNanoseconds: summary.durationNanoseconds)
         }
     }
 }
