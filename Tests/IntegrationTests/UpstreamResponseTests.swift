@@ -18,6 +18,8 @@ extension Integration {
             "/garbage-after": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK",
             "/folded": "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
             "/ok": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            "/cut": "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npartial-body-",
+            "/double-length": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
         ]
 
         private func curl(_ h: Harness, _ path: String, http1: Bool = false) async throws -> (status: Int, headers: String, body: String) {
@@ -55,6 +57,36 @@ extension Integration {
                 let r = try await curl(h, path)
                 #expect(r.status == 502, "\(path)")
                 #expect(r.body.contains("upstream-unavailable"), "\(path)")
+            }
+            try await h.stop()
+            try await up.stop()
+        }
+
+        /// A body delimited by the close, cut by a reset: the client must see it fail,
+        /// not a complete response (RFC 9112 §8).
+        @Test(arguments: [false, true])
+        func aResetIsNotTheEndOfABody(http1: Bool) async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers, resetAfter: ["/cut"])
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)])
+            let r = try await Run.tool(
+                "curl", ["-sS", http1 ? "--http1.1" : "--http2-prior-knowledge", "--max-time", "10", h.base + "/cut"])
+            #expect(r.status != 0, "curl saw a complete response: \(r.stdout)")
+            try await h.stop()
+            try await up.stop()
+        }
+
+        /// An unreadable answer on a kept-alive connection: the upstream may have
+        /// acted on the request, so it is not sent again.
+        @Test func anUnreadableResponseIsNotReplayed() async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers)
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)], threads: 1)
+            #expect(try await curl(h, "/ok").status == 200)
+            for path in ["/folded", "/double-length"] {
+                let r = try await Run.tool(
+                    "curl", ["-sS", "--http2-prior-knowledge", "-X", "GET", "-o", "/dev/null", "-w", "%{http_code}",
+                             "--max-time", "10", h.base + path])
+                #expect(r.stdout == "502", "\(path): \(r.stdout)")
+                #expect(up.requests.filter { $0 == "GET \(path)" }.count == 1, "\(up.requests)")
             }
             try await h.stop()
             try await up.stop()

@@ -86,22 +86,16 @@ enum ASCII {
         s.count == lower.count && zip(s, lower).allSatisfy { ASCII.lower($0) == $1 }
     }
 
-    /// A `Content-Length` value: digits only, or a list of equal values
-    /// ("5, 5", which RFC 9110 §8.6 allows a recipient to accept); at most 18
-    /// digits, so it fits an Int.
+    /// A `Content-Length` value: 1 to 18 digits (so it fits an Int), nothing
+    /// else. A list, even of equal values, is refused, as nginx does: passing
+    /// it on would break HTTP/2 clients and RFC 9110 §8.6 forbids forwarding it.
     static func contentLength(_ value: ArraySlice<UInt8>) -> Int? {
-        var result: Int?
-        for part in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-            let t = trimmed(part)
-            guard !t.isEmpty, t.count <= 18 else { return nil }
-            var n = 0
-            for b in t {
-                guard let d = digit(b) else { return nil }
-                n = n * 10 + d
-            }
-            if let r = result, r != n { return nil }
-            result = n
+        guard !value.isEmpty, value.count <= 18 else { return nil }
+        var n = 0
+        for b in value {
+            guard let d = digit(b) else { return nil }
+            n = n * 10 + d
         }
-        return result
+        return n
     }
 }

@@ -44,24 +44,48 @@ public final class GatewaySnapshot: Sendable {
 
     public func select(method: String, path: Substring) -> RouteSelection {
         let raw = routeIndex(method: method, path: path.utf8)
-        if let normalized = RoutingPath.normalized(path),
-            routeIndex(method: method, path: normalized) != raw
-        {
-            return .ambiguous
+        // Letter case: Express (and IIS) match paths without regard to it.
+        if routeIndex(method: method, path: path.utf8, ignoringCase: true) != raw { return .ambiguous }
+        for reading in RoutingPath.readings(path) {
+            let p = reading.path
+            let t = reading.trimmed
+            if routeIndex(method: method, path: p, slashTolerant: t) != raw
+                || routeIndex(method: method, path: p, ignoringCase: true, slashTolerant: t) != raw
+            {
+                return .ambiguous
+            }
         }
         return raw.map { .route(config.routes[$0]) } ?? .noRoute
     }
 
     /// Byte comparison: an upstream compares bytes, not Unicode characters.
-    private func routeIndex<Path: Collection<UInt8>>(method: String, path: Path) -> Int? {
+    /// HEAD matches a route that lists GET: servers answer it with the GET handler.
+    /// `slashTolerant`: `path` had its trailing slash taken off, so a route that
+    /// ends in `/` also takes it bare (`/x/` takes `/x`; exact `/x/` takes `/x`).
+    private func routeIndex<Path: Collection<UInt8>>(
+        method: String, path: Path, ignoringCase: Bool = false, slashTolerant: Bool = false
+    ) -> Int? {
+        func same<P: Collection<UInt8>>(_ a: P, _ b: String.UTF8View.SubSequence) -> Bool {
+            a.count == b.count && (ignoringCase ? zip(a, b).allSatisfy { ASCII.lower($0) == ASCII.lower($1) } : a.elementsEqual(b))
+        }
         for (i, route) in config.routes.enumerated() {
+            let pattern: String
+            let isPrefix: Bool
             switch route.match.kind {
-            case .prefix(let p):
-                guard path.starts(with: p.utf8) else { continue }
-            case .exact(let e):
-                guard path.elementsEqual(e.utf8) else { continue }
+            case .prefix(let p): (pattern, isPrefix) = (p, true)
+            case .exact(let e): (pattern, isPrefix) = (e, false)
             }
-            if let methods = route.match.methods, !methods.contains(method) { continue }
+            let full = pattern.utf8[...]
+            var matched = isPrefix ? path.count >= full.count && same(path.prefix(full.count), full) : same(path, full)
+            if !matched, slashTolerant, full.count > 1, full.last == UInt8(ascii: "/") {
+                matched = same(path, full.dropLast())
+            }
+            guard matched else { continue }
+            if let methods = route.match.methods, !methods.contains(method),
+                !(method == "HEAD" && methods.contains("GET"))
+            {
+                continue
+            }
             return i
         }
         return nil

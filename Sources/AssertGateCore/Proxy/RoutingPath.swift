@@ -1,48 +1,106 @@
-/// The widest reading an upstream might give a request path, for route
+/// The readings upstream servers might give a request path, for route
 /// selection only (the request is still signed and forwarded exactly as
 /// received, protocol.md §4).
 ///
 /// Upstream servers disagree on what `/api/../pay`, `/api//pay`, `/%61pi/pay`,
-/// `/api%2Fpay`, `/api;x=1/pay` or `/api\pay` mean: nginx decodes escapes,
-/// resolves dot segments and merges slashes; Java containers drop `;`
-/// parameters; some servers treat `\` as `/`. If the gateway matched only the
-/// raw bytes, such a path could select a passthrough route while the upstream
-/// serves it from an enforced one. So the gateway also matches this reading,
-/// and a path whose two readings select different routes is refused.
+/// `/api%2Fpay`, `/api;x=1/pay`, `/api\pay` or `/api/pay/` mean: nginx
+/// decodes escapes, resolves dot segments and merges slashes; Tomcat drops
+/// `;` parameters before it decodes; Apache with `AllowEncodedSlashes
+/// NoDecode` keeps `%2F` inside a segment; a few servers decode twice; some
+/// treat `\` as `/`; Express and Spring (≤ 5.3) ignore a trailing slash. If
+/// the gateway matched only the raw bytes, such a path could select a
+/// passthrough route while the upstream serves it from an enforced one. So
+/// every reading below must select the route the raw path selects, or the
+/// request is refused.
 enum RoutingPath {
-    /// Paths beyond this are not normalised byte by byte (the header limits
-    /// bound them anyway); they are refused as ambiguous when not plain.
-    static let maxLength = 8192
-
-    /// The normalised path, or nil when `path` is already plain (nothing in it
+    /// The other readings of `path`; empty when it is plain (nothing in it
     /// could be read differently), which is the case for nearly every request.
+    struct Reading {
+        var path: [UInt8]
+        /// Read without a trailing slash: match it as such a server would
+        /// (a `/x/` prefix route also takes `/x`).
+        var trimmed = false
+    }
+
+    static func readings(_ path: Substring) -> [Reading] {
+        guard path.utf8.first == UInt8(ascii: "/") else { return [] }
+        var out: [Reading] = []
+        if needsNormalizing(path.utf8) {
+            let bytes = Array(path.utf8.prefix { $0 != UInt8(ascii: "#") })
+            let decoded = decode(bytes, keepSlashEscapes: false)
+            out.append(Reading(path: removeDotSegments(decoded, dropParameters: true)))
+            // Tomcat: `;` parameters off each raw segment first, then decode.
+            out.append(Reading(path: removeDotSegments(decode(dropParameters(bytes), keepSlashEscapes: false), dropParameters: false)))
+            // Encoded slashes kept inside their segment (Apache NoDecode, Tomcat passthrough).
+            out.append(Reading(path: removeDotSegments(decode(bytes, keepSlashEscapes: true), dropParameters: true)))
+            // Decoded twice.
+            out.append(Reading(path: removeDotSegments(decode(decoded, keepSlashEscapes: false), dropParameters: true)))
+        }
+        // Without the trailing slash(es), of the raw path and of each reading.
+        for reading in [Reading(path: Array(path.utf8))] + out {
+            var trimmed = reading.path[...]
+            while trimmed.count > 1, trimmed.last == UInt8(ascii: "/") { trimmed = trimmed.dropLast() }
+            if trimmed.count != reading.path.count { out.append(Reading(path: Array(trimmed), trimmed: true)) }
+        }
+        return out
+    }
+
+    /// The widest single reading (every escape decoded, `;` parameters and dot
+    /// segments resolved), or nil when `path` is plain; for tests and the fuzzer.
     static func normalized(_ path: Substring) -> [UInt8]? {
         guard path.utf8.first == UInt8(ascii: "/"), needsNormalizing(path.utf8) else { return nil }
-        let bytes = Array(path.utf8)
+        let bytes = Array(path.utf8.prefix { $0 != UInt8(ascii: "#") })
+        return removeDotSegments(decode(bytes, keepSlashEscapes: false), dropParameters: true)
+    }
+
+    /// Every valid `%XX` decoded (but `%2F`/`%5C` when `keepSlashEscapes`); `\` reads as `/`.
+    private static func decode(_ bytes: [UInt8], keepSlashEscapes: Bool) -> [UInt8] {
         var decoded: [UInt8] = []
         decoded.reserveCapacity(bytes.count)
         var i = 0
-        // Percent-decode every valid escape; `\` reads as `/`; a fragment ends the path.
         while i < bytes.count {
             var b = bytes[i]
-            if b == UInt8(ascii: "#") { break }
             if b == UInt8(ascii: "%"), i + 2 < bytes.count, let h = hexValue(bytes[i + 1]), let l = hexValue(bytes[i + 2]) {
-                b = h << 4 | l
+                let v = h << 4 | l
+                if keepSlashEscapes, v == UInt8(ascii: "/") || v == UInt8(ascii: "\\") {
+                    decoded.append(contentsOf: bytes[i..<i + 3])
+                    i += 3
+                    continue
+                }
+                b = v
                 i += 3
             } else {
                 i += 1
             }
             decoded.append(b == UInt8(ascii: "\\") ? UInt8(ascii: "/") : b)
         }
-        return removeDotSegments(decoded)
+        return decoded
     }
 
-    /// Splits on `/`, drops `;` parameters, empty and `.` segments, resolves `..`.
-    private static func removeDotSegments(_ bytes: [UInt8]) -> [UInt8] {
+    /// Each segment without its `;` parameters.
+    private static func dropParameters(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var inParameter = false
+        for b in bytes {
+            if b == UInt8(ascii: "/") {
+                inParameter = false
+            } else if b == UInt8(ascii: ";") {
+                inParameter = true
+            }
+            if !inParameter { out.append(b) }
+        }
+        return out
+    }
+
+    /// Splits on `/`, drops empty and `.` segments (and `;` parameters when
+    /// asked), resolves `..`.
+    private static func removeDotSegments(_ bytes: [UInt8], dropParameters: Bool) -> [UInt8] {
         var segments: [ArraySlice<UInt8>] = []
         var trailingSlash = false
         for raw in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst() {
-            let segment = raw.firstIndex(of: UInt8(ascii: ";")).map { raw[raw.startIndex..<$0] } ?? raw
+            let cut = dropParameters ? raw.firstIndex(of: UInt8(ascii: ";")) : nil
+            let segment = cut.map { raw[raw.startIndex..<$0] } ?? raw
             switch segment.count {
             case 0:
                 trailingSlash = true

@@ -10,6 +10,7 @@ public final class RequestLog: RequestObserver {
     private let logger: Logger
     /// Long paths are cut: a log line should not grow with an attacker's input.
     static let maxPathLength = 256
+    static let maxMethodLength = 32
 
     public init(logger: Logger) {
         self.logger = logger
@@ -27,7 +28,7 @@ public final class RequestLog: RequestObserver {
         var m: Logger.Metadata = [
             "requestId": .string(s.requestId),
             "reason": .string(reason.rawValue),
-            "method": .string(s.method),
+            "method": .string(String(decoding: s.method.utf8.prefix(maxMethodLength), as: UTF8.self)),
             "path": .string(loggablePath(s.target)),
         ]
         if s.status != 0 { m["status"] = .stringConvertible(s.status) }
@@ -37,11 +38,19 @@ public final class RequestLog: RequestObserver {
         return m
     }
 
-    /// The path without its query (which may carry tokens), cut to `maxPathLength`.
+    /// The path without its query and `;` parameters (either may carry tokens,
+    /// `;jsessionid=` for one), cut to `maxPathLength`.
     static func loggablePath(_ target: String) -> String {
-        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        guard path.utf8.count > maxPathLength else { return String(path) }
-        return String(decoding: path.utf8.prefix(maxPathLength), as: UTF8.self) + "…"
+        var path: [UInt8] = []
+        var inParameter = false
+        for b in target.utf8 {
+            if b == UInt8(ascii: "?") || b == UInt8(ascii: "#") { break }
+            if b == UInt8(ascii: "/") { inParameter = false } else if b == UInt8(ascii: ";") { inParameter = true }
+            if !inParameter { path.append(b) }
+            if path.count > maxPathLength { break }
+        }
+        guard path.count > maxPathLength else { return String(decoding: path, as: UTF8.self) }
+        return String(decoding: path.prefix(maxPathLength), as: UTF8.self) + "…"
     }
 }
 

@@ -146,6 +146,9 @@ final class UpstreamConnection {
     /// No byte of the response arrived yet on this exchange.
     private(set) var responseStarted = false
 
+    /// The handler refused the response: the close that follows reports `.invalidResponse`.
+    var responseInvalid = false
+
     func channelClosed() {
         guard !isClosed else { return }
         isClosed = true
@@ -153,7 +156,7 @@ final class UpstreamConnection {
         endpoint.connectionClosed(self)
         let d = delegate
         delegate = nil
-        if !responseDone { d?.upstreamFailed(.connectionLost) }
+        if !responseDone { d?.upstreamFailed(responseInvalid ? .invalidResponse : .connectionLost) }
     }
 
     private func maybeRelease() {
@@ -280,6 +283,7 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
         } catch {
             // A response that cannot be read: the exchange fails via channelInactive.
             // Logged like nginx's "upstream sent invalid header": the upstream is broken.
+            connection?.responseInvalid = true
             if let c = connection {
                 c.endpoint.pool.logger.warning(
                     "upstream response refused", metadata: ["endpoint": "\(c.endpoint.endpoint)", "error": "\(error)"])
@@ -306,15 +310,20 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         let c = connection
-        // A body delimited by the close is complete now.
-        if parser.connectionClosed() { c?.receivedEnd(reusable: false) }
+        // A body delimited by the close is complete now, unless the close was
+        // an error (a reset): then the client must see it cut, not complete.
+        if parser.connectionClosed(), !failed { c?.receivedEnd(reusable: false) }
         connection = nil
         c?.channelClosed()
         context.fireChannelInactive()
     }
 
+    /// An error (a reset) came before the close.
+    private var failed = false
+
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // Parse errors or resets: the exchange fails via channelInactive.
+        // Resets and the like: the exchange fails via channelInactive.
+        failed = true
         context.close(promise: nil)
     }
 }

@@ -10,8 +10,11 @@ enum UpstreamError: Error, Equatable {
     case responseTimeout
     /// Waited for a free connection (maxConnectionsPerEndpoint) longer than `responseTimeout`.
     case queueTimeout
-    /// The connection closed or failed to parse before the response completed.
+    /// The connection closed before the response completed.
     case connectionLost
+    /// The response could not be read (see `UpstreamResponseError`): never
+    /// replayed, since the upstream may have acted on the request.
+    case invalidResponse
     /// The route names an upstream with no endpoints.
     case noEndpoints
 
@@ -20,7 +23,7 @@ enum UpstreamError: Error, Equatable {
     var reason: ReasonToken {
         switch self {
         case .responseTimeout, .queueTimeout: return .upstreamTimeout
-        case .connectFailed, .connectTimeout, .connectionLost, .noEndpoints: return .upstreamUnavailable
+        case .connectFailed, .connectTimeout, .connectionLost, .invalidResponse, .noEndpoints: return .upstreamUnavailable
         }
     }
 }

@@ -269,8 +269,8 @@ struct UpstreamResponseParser {
                 let last = value.split(separator: UInt8(ascii: ",")).last.map(ASCII.trimmed)
                 chunked = last.map { ASCII.equalsLower($0, "chunked") } ?? false
             case .contentLength:
-                guard let n = ASCII.contentLength(value) else { throw .badContentLength }
-                if let earlier = contentLength, earlier != n { throw .badContentLength }
+                // One field, one number: repeated fields are refused even when equal.
+                guard contentLength == nil, let n = ASCII.contentLength(value) else { throw .badContentLength }
                 contentLength = n
             case .hopByHop, .requestId:
                 forward = false
@@ -284,6 +284,8 @@ struct UpstreamResponseParser {
         }
         guard i < count else { throw .malformedField }
         _ = try Self.lineEnd(bytes, i, error: .malformedField)
+        // An HTTP/1.0 message with Transfer-Encoding: close after it (RFC 9112 §6.1).
+        if transferEncoded, minor == UInt8(ascii: "0") { keepAlive = false }
         if listsOthers { Self.dropListed(&fields, bytes) }
         return ParsedHead(
             head: UpstreamResponseHead(status: status, bytes: bytes, fields: fields), keepAlive: keepAlive,

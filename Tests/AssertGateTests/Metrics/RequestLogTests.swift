@@ -37,6 +37,8 @@ import Verifier
         #expect(object["path"] as? String == "/enforce/pay")
         #expect(object["route"] as? String == "legacy")
         #expect(!line.contains("s3cr3t"))
+        #expect(RequestLog.loggablePath("/api;jsessionid=ABC/pay;v=1?q=2") == "/api/pay")
+        #expect(RequestLog.loggablePath("/a#frag") == "/a")
     }
 
     @Test func unverifiedForwardsAreLoggedAtDebugWithTheAttestDetail() throws {

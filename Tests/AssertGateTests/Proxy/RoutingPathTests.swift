@@ -83,6 +83,64 @@ import Testing
         }
     }
 
+    /// The routes of deploy/production.yaml's shape: an exact and a prefix
+    /// enforced route, a monitored `/api/`, a passthrough rest.
+    private func productionLike() -> GatewaySnapshot {
+        GatewaySnapshot(
+            config: GatewayConfig(listeners: [], apps: [], upstreams: [:], routes: [
+                RouteConfig(match: RouteMatch(kind: .prefix("/api/payments"), methods: ["POST"]), upstream: "u", mode: .enforce),
+                RouteConfig(match: RouteMatch(kind: .exact("/api/account"), methods: ["GET"]), upstream: "u", mode: .enforce),
+                RouteConfig(match: RouteMatch(kind: .prefix("/api/")), upstream: "u", mode: .monitor),
+                RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "u", mode: .passthrough),
+            ]))
+    }
+
+    /// Each of these reaches an enforced handler on some real upstream (Tomcat's
+    /// parameters-first order, Apache's NoDecode, double decoding, Express's
+    /// case-insensitive and slash-tolerant routing) while its raw bytes select a
+    /// laxer route: every one must be refused.
+    @Test(arguments: [
+        ("GET", "/api/account;%2Fx"),
+        ("POST", "/api/x;%2Fy/../payments"),
+        ("POST", "/api/a%2Fb/../../api/payments"),
+        ("POST", "/api/x/%252e%252e/payments"),
+        ("GET", "/api/account/"),
+        ("GET", "/api/account//"),
+        ("POST", "/API/payments"),
+        ("GET", "/Api/Account"),
+        ("POST", "/x;%2Fy/../api/payments"),
+    ])
+    func readingsOfEveryKnownUpstreamAgree(_ method: String, _ path: String) {
+        guard case .ambiguous = productionLike().select(method: method, path: path[...]) else {
+            Issue.record("\(method) \(path) was not refused")
+            return
+        }
+    }
+
+    @Test func headMatchesARouteThatListsGet() {
+        let s = productionLike()
+        guard case .route(let r) = s.select(method: "HEAD", path: "/api/account") else {
+            Issue.record("HEAD /api/account did not select a route")
+            return
+        }
+        #expect(r.mode == .enforce)
+    }
+
+    @Test func everydayPathsKeepTheirRoute() {
+        let s = productionLike()
+        for (method, path, mode) in [
+            ("GET", "/api/", PolicyMode.monitor), ("GET", "/api/items/", .monitor), ("POST", "/api/payments/", .enforce),
+            ("GET", "/static/", .passthrough), ("GET", "/", .passthrough), ("GET", "/api/account", .enforce),
+            ("POST", "/api/payments", .enforce),
+        ] {
+            guard case .route(let r) = s.select(method: method, path: path[...]) else {
+                Issue.record("\(method) \(path) did not select a route")
+                continue
+            }
+            #expect(r.mode == mode, "\(method) \(path)")
+        }
+    }
+
     @Test func routeMatchingComparesBytesNotCharacters() {
         // "é" precomposed vs "e" + combining acute: equal as Swift Strings, different on the wire.
         let s = GatewaySnapshot(

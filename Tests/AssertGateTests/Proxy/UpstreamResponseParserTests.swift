@@ -119,6 +119,8 @@ import Testing
         #expect(run(["HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"]).keepAlive == false)
         #expect(run(["HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n"]).keepAlive == true)
         #expect(run(["HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"]).keepAlive == true)
+        // HTTP/1.0 with Transfer-Encoding: closed after, whatever Connection says (RFC 9112 §6.1).
+        #expect(run(["HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"]).keepAlive == false)
     }
 
     @Test func bytesAfterTheResponseAreLeftForTheCaller() {
@@ -134,6 +136,8 @@ import Testing
         ("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", UpstreamResponseError.conflictingFraming),
         ("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", .badContentLength),
         ("HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\n", .badContentLength),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok", .badContentLength),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", .badContentLength),
         ("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", .badContentLength),
         ("HTTP/1.1 200 OK\r\nContent-Length: 1234567890123456789\r\n\r\n", .badContentLength),
         ("HTTP/1.1 200 OK\r\nContent-Length: +3\r\n\r\n", .badContentLength),

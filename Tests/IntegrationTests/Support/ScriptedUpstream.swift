@@ -10,19 +10,25 @@ final class ScriptedUpstream: Sendable {
     private let channel: any Channel
     private let group: MultiThreadedEventLoopGroup
     private let accepted = NIOLockedValueBox(0)
+    private let seen = NIOLockedValueBox<[String]>([])
 
     var connections: Int { accepted.withLockedValue { $0 } }
+    /// "METHOD path" of every request head received, in order.
+    var requests: [String] { seen.withLockedValue { $0 } }
 
-    /// `closeAfter`: paths whose answer is followed by closing the connection.
-    init(answers: [String: String], closeAfter: Set<String> = []) async throws {
+    /// `closeAfter`: paths whose answer is followed by closing the connection;
+    /// `resetAfter`: by resetting it (SO_LINGER 0, so the peer reads an RST).
+    init(answers: [String: String], closeAfter: Set<String> = [], resetAfter: Set<String> = []) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let accepted = self.accepted
+        let seen = self.seen
         channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 accepted.withLockedValue { $0 += 1 }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Handler(answers: answers, closeAfter: closeAfter))
+                    try channel.pipeline.syncOperations.addHandler(
+                        Handler(answers: answers, closeAfter: closeAfter, resetAfter: resetAfter, seen: seen))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -40,11 +46,15 @@ final class ScriptedUpstream: Sendable {
         typealias OutboundOut = ByteBuffer
         let answers: [String: String]
         let closeAfter: Set<String>
+        let resetAfter: Set<String>
+        let seen: NIOLockedValueBox<[String]>
         var received: [UInt8] = []
 
-        init(answers: [String: String], closeAfter: Set<String>) {
+        init(answers: [String: String], closeAfter: Set<String>, resetAfter: Set<String>, seen: NIOLockedValueBox<[String]>) {
             self.answers = answers
             self.closeAfter = closeAfter
+            self.resetAfter = resetAfter
+            self.seen = seen
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -53,12 +63,22 @@ final class ScriptedUpstream: Sendable {
             while let end = received.firstRange(of: Array("\r\n\r\n".utf8)) {
                 let head = String(decoding: received[..<end.lowerBound], as: UTF8.self)
                 received.removeSubrange(..<end.upperBound)
-                let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? ""
+                let words = head.split(separator: " ")
+                let path = words.dropFirst().first.map(String.init) ?? ""
+                seen.withLockedValue { $0.append("\(words.first ?? "") \(path)") }
                 let answer = answers[path] ?? "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
                 let write = context.writeAndFlush(NIOAny(ByteBuffer(string: answer)))
-                if closeAfter.contains(path) {
+                if closeAfter.contains(path) || resetAfter.contains(path) {
+                    let reset = resetAfter.contains(path)
                     let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
-                    write.whenComplete { _ in ctx.value.close(promise: nil) }
+                    write.whenComplete { _ in
+                        guard reset, let provider = ctx.value.channel as? any SocketOptionProvider else {
+                            return ctx.value.close(promise: nil)
+                        }
+                        provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+                            ctx.value.close(promise: nil)
+                        }
+                    }
                 }
             }
         }
