@@ -364,9 +364,13 @@ func fuzzUpstreamResponse(_ bytes: [UInt8]) {
     check(whole == pieces, "read size changed the outcome: \(whole) vs \(pieces)")
 }
 
-/// Route paths: the normalised reading is a plain absolute path.
+/// Route paths: every reading is an absolute path, and the widest one is plain.
 func fuzzRoutingPath(_ bytes: [UInt8]) {
     let path = String(decoding: bytes, as: UTF8.self)
+    for reading in RoutingPath.readings(path[...]) {
+        check(reading.path.first == UInt8(ascii: "/"), "a reading that is not absolute")
+        check(reading.path.count <= path.utf8.count + 1, "a reading longer than its path")
+    }
     guard let normalized = RoutingPath.normalized(path[...]) else { return }
     check(normalized.first == UInt8(ascii: "/"), "not absolute")
     check(!normalized.contains(UInt8(ascii: "\\")), "backslash left")

@@ -85,7 +85,9 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         keepAlive = head.isKeepAlive && !quiescing
         unconsumed = 0
         var headerBytes = 0
-        for (n, v) in head.headers { headerBytes += n.utf8.count + v.utf8.count }
+        // Counted as HTTP/2 counts a header list (RFC 7541 §4.1: name + value + 32
+        // per field), so `limits.maxHeaderListBytes` means the same on both.
+        for (n, v) in head.headers { headerBytes += n.utf8.count + v.utf8.count + 32 }
         var headers = head.headers
         HeaderRewriter.stripTrustPrefix(&headers, snapshot: snapshot)
         let requestId = worker.requestId(clientValue: headers.first(name: "x-request-id"))
