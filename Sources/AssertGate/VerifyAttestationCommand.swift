@@ -68,7 +68,7 @@ struct VerifyAttestationCommand: ParsableCommand {
             json["receipt"] = OfflineCLI.json(result.receipt)
             print(json.serialized)
         } catch {
-            OfflineCLI.printFailure(error)
+            OfflineCLI.printFailure(error, learned: AttestationFacts.read(attestationObject: bytes).map(OfflineCLI.json))
             throw ExitCode(1)
         }
     }
@@ -122,12 +122,28 @@ enum OfflineCLI {
         return bytes
     }
 
-    static func printFailure(_ error: VerificationError) {
+    /// `learned`: what the object says about itself, unverified (cli.md: "plus
+    /// what was learned"), under its own key so nobody mistakes it for a verdict.
+    static func printFailure(_ error: VerificationError, learned: JSONValue? = nil) {
         var json = JSONObject()
         json["ok"] = .bool(false)
         json["reason"] = .string(error.reason.rawValue)
         json["detail"] = .string(error.detail)
+        if let learned { json["unverified"] = learned }
         print(json.serialized)
+    }
+
+    static func json(_ facts: AttestationFacts) -> JSONValue {
+        var out = JSONObject()
+        out["environment"] = facts.environment.map { .string($0.rawValue) } ?? .null
+        out["aaguid"] = facts.aaguidHex.map { .string($0) } ?? .null
+        out["counter"] = .int(Int64(facts.counter))
+        out["rpIdHash"] = .string(facts.rpIdHashHex)
+        out["credentialId"] = facts.credentialId.map { .string($0) } ?? .null
+        out["extensions"] = json(facts.extensions)
+        out["certificates"] = .int(Int64(facts.certificateCount))
+        out["receipt"] = .bool(facts.hasReceipt)
+        return .object(out)
     }
 
     static func json(_ extensions: AuthenticatorExtensions) -> JSONValue {

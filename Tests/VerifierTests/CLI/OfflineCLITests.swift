@@ -102,6 +102,23 @@ import Verifier
         #expect(wrongApp.json["ok"] as? Bool == false)
         #expect(wrongApp.json["reason"] as? String == "app-id-mismatch")
         #expect(wrongApp.json["detail"] is String)
+        // What the object says about itself, kept apart from the verdict (cli.md "what was learned").
+        let learned = try #require(wrongApp.json["unverified"] as? [String: Any])
+        #expect(learned["environment"] as? String == "development")
+        #expect(learned["counter"] as? Int == 0)
+        #expect(learned["certificates"] as? Int == 2)
+        #expect(learned["receipt"] as? Bool == true)
+        #expect((learned["rpIdHash"] as? String)?.count == 64)
+        #expect(wrongApp.json["environment"] == nil, "unverified facts must not look like a verdict")
+        // Bytes that do not decode teach nothing.
+        let garbage = NSTemporaryDirectory() + "garbage-\(UUID().uuidString).b64"
+        try "AAAA".write(toFile: garbage, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: garbage) }
+        var garbageArgs = try Self.attestationArgs()
+        if let i = garbageArgs.firstIndex(of: "--attestation") { garbageArgs[i + 1] = garbage }
+        let undecodable = try Self.run(garbageArgs)
+        #expect(undecodable.json["reason"] as? String == "malformed-attestation")
+        #expect(undecodable.json["unverified"] == nil)
 
         let expired = try Self.run(try Self.attestationArgs(at: "2025-03-01T00:00:00Z"))
         #expect(expired.status == 1)
