@@ -586,6 +586,15 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         guard let stream = lookupStream(frame.pointee.hd.stream_id) else { return 0 }
         stream.headerListBytes += name.count + value.count + 32
         if stream.headerListBytes > limits.maxHeaderListBytes {
+            if !stream.headersTooLarge {
+                // Refused before any pipeline exists: counted and logged like one (status 0:
+                // HTTP/2 has no answer for it, nghttp2 resets the stream).
+                worker.observer?.requestFinished(
+                    RequestSummary(
+                        requestId: worker.requestIds.make(), method: stream.method ?? "", target: stream.path ?? "",
+                        upstream: nil, status: 0, reason: .headersTooLarge, trust: nil, durationNanoseconds: 0,
+                        aborted: true))
+            }
             stream.headersTooLarge = true
             // nghttp2 resets the stream; count it as a server reset.
             if !serverResetBudget.take() { events.append(.abuse) }
