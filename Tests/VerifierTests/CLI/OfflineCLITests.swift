@@ -149,6 +149,9 @@ import Verifier
         let replay = try Self.run(try Self.assertionArgs(keyFile: keyFile) + ["--previous-counter", "1"])
         #expect(replay.status == 1)
         #expect(replay.json["reason"] as? String == "counter-replay")
+        let learned = try #require(replay.json["unverified"] as? [String: Any])
+        #expect(learned["counter"] as? Int == 1)
+        #expect((learned["rpIdHash"] as? String)?.count == 64)
 
         let hexKey = try Self.temporaryFile(Hex.encode(try P256PublicKey(pem: pem).point) + "\n")
         defer { try? FileManager.default.removeItem(atPath: hexKey) }
