@@ -24,8 +24,56 @@ extension GatewayConfig {
                 out.append("routes[\(i)].maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts")
             }
         }
+        out += methodFallThroughWarnings
         if case .memory = store, routes.contains(where: { $0.mode != .passthrough }) {
             out.append("store is memory: keys and counters live in this process only and are lost on restart")
+        }
+        return out
+    }
+
+    /// A route with a `methods:` list hands its other methods to the next route
+    /// that matches the same paths. When that route is laxer, an upstream that
+    /// serves every method of the path from one handler (or acts on GET) gets
+    /// those requests with less checking: worth a line in check-config.
+    private var methodFallThroughWarnings: [String] {
+        func strictness(_ mode: PolicyMode) -> Int {
+            switch mode {
+            case .passthrough: return 0
+            case .monitor: return 1
+            case .enforce: return 2
+            }
+        }
+        var out: [String] = []
+        for (i, route) in routes.enumerated() {
+            guard let methods = route.match.methods, route.mode != .passthrough else { continue }
+            let pattern: String
+            switch route.match.kind {
+            case .prefix(let p): pattern = p
+            case .exact(let e): pattern = e
+            }
+            // Later routes that also take this route's paths, each for the methods
+            // no earlier one took; a route without a list takes all that remain.
+            var taken = Set(methods)
+            for (j, later) in routes.enumerated().dropFirst(i + 1) {
+                let covers: Bool
+                switch later.match.kind {
+                case .prefix(let p): covers = pattern.hasPrefix(p)
+                case .exact(let e): covers = e == pattern
+                }
+                guard covers else { continue }
+                let laxer = strictness(later.mode) < strictness(route.mode)
+                let head = "routes[\(i)] (\(route.mode.rawValue), methods \(methods.joined(separator: ","))): "
+                if let laterMethods = later.match.methods {
+                    let here = laterMethods.filter { !taken.contains($0) }
+                    if laxer, !here.isEmpty {
+                        out.append(head + "\(here.joined(separator: ",")) requests on its paths go to routes[\(j)] (\(later.mode.rawValue))")
+                    }
+                    taken.formUnion(laterMethods)
+                } else {
+                    if laxer { out.append(head + "requests with other methods on its paths go to routes[\(j)] (\(later.mode.rawValue))") }
+                    break
+                }
+            }
         }
         return out
     }

@@ -750,6 +750,32 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(try load(quiet).warnings.isEmpty)
     }
 
+    @Test func methodsThatFallThroughToALaxerRouteAreWarned() throws {
+        let yaml = """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps: [{appId: ABCDE12345.com.example.app}]
+            store: {redis: {}}
+            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            routes:
+              - {match: {prefix: /api/payments, methods: [POST]}, upstream: api, mode: enforce}
+              - {match: {exact: /api/account, methods: [GET]}, upstream: api, mode: enforce}
+              - {match: {exact: /api/account, methods: [PUT, DELETE]}, upstream: api, mode: enforce}
+              - {match: {prefix: /api/}, upstream: api, mode: monitor}
+              - {match: {prefix: /admin, methods: [POST]}, upstream: api, mode: monitor}
+              - {match: {prefix: /admin, methods: [GET]}, upstream: api, mode: passthrough}
+              - {match: {prefix: /}, upstream: api, mode: enforce}
+
+            """
+        #expect(try load(yaml).warnings == [
+            "routes[0] (enforce, methods POST): requests with other methods on its paths go to routes[3] (monitor)",
+            // PUT and DELETE stay enforced by routes[2]; the rest falls to /api/.
+            "routes[1] (enforce, methods GET): requests with other methods on its paths go to routes[3] (monitor)",
+            "routes[2] (enforce, methods PUT,DELETE): requests with other methods on its paths go to routes[3] (monitor)",
+            // GET is passed through; the others reach the strict catch-all: no line for them.
+            "routes[4] (monitor, methods POST): GET requests on its paths go to routes[5] (passthrough)",
+        ])
+    }
+
     @Test func maxRiskMetricWithoutFraudMetricIsWarned() throws {
         let dir = try TempDir()
         defer { dir.remove() }
