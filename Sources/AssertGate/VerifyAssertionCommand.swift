@@ -46,12 +46,12 @@ struct VerifyAssertionCommand: ParsableCommand {
             json["extensions"] = OfflineCLI.json(result.extensions)
             print(json.serialized)
         } catch {
-            // What the assertion says about itself, unverified: its counter and App ID hash.
+            // What the assertion says about itself, unverified: its counter and App ID hash
+            // (not the key's id: that comes from --public-key, not from the assertion).
             let learned = (try? ParsedAssertion.parse(bytes)).map { parsed -> JSONValue in
                 var out = JSONObject()
                 out["counter"] = .int(Int64(parsed.counter))
                 out["rpIdHash"] = .string(Hex.encode(parsed.authenticatorData.rpIdHash))
-                out["keyId"] = .string(Base64.encode(SHA256.hash(key.point)))
                 return .object(out)
             }
             OfflineCLI.printFailure(error, learned: learned)

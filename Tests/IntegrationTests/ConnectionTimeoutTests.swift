@@ -163,6 +163,20 @@ extension Integration {
             try await expectClosed("h2refused", responses: 0, within: 0.58..<5)
         }
 
+        /// A reload changes the timeouts new connections start with (the idle
+        /// default follows the upstreams' response timeouts, which a reload may raise).
+        @Test func reloadedTimeoutsApplyToNewConnections() async throws {
+            let h = try await Harness.start { config in config.listeners[0].handshakeTimeout = .seconds(20) }
+            var config = h.gateway.config
+            config.listeners[0].handshakeTimeout = .milliseconds(300)
+            let result = try h.gateway.reloadListeners(from: config)
+            #expect(result.needRestart.isEmpty)
+            let o = try await run(h, "silent")
+            let closedAfter = try #require(o.closedAfter)
+            #expect((0.28..<5).contains(closedAfter), "closed after \(closedAfter) s")
+            try await h.stop()
+        }
+
         @Test func aConnectionThatSendsNothingIsClosedAfterTheHandshakeTimeout() async throws {
             try await expectClosed("silent", responses: 0, within: 0.28..<5)
         }

@@ -70,24 +70,33 @@ extension Integration {
             #expect(try await servedSubject().contains("CN=first.example"), "nothing changes before the reload")
             var config = h.gateway.config
             config.listeners = [listener]
-            let result = try h.gateway.reloadCertificates(from: config)
+            let result = try h.gateway.reloadListeners(from: config)
             #expect(result.reloaded == [listener.address])
             #expect(result.needRestart.isEmpty)
             #expect(try await servedSubject().contains("CN=renewed.example"))
 
             // A broken file: the reload throws, naming it, and the listener keeps its certificate.
             try "not a certificate".write(toFile: dir + "/tls.crt", atomically: true, encoding: .utf8)
-            #expect(throws: TLSConfigurationError.self) { try h.gateway.reloadCertificates(from: config) }
+            #expect(throws: TLSConfigurationError.self) { try h.gateway.reloadListeners(from: config) }
             #expect(try await servedSubject().contains("CN=renewed.example"))
 
             // Listener changes are reported, not applied.
             var moved = config
             moved.listeners = [ListenerConfig(address: HostPort(host: "127.0.0.1", port: 1), tls: nil)]
             try await makeCertificate(cn: "third.example")
-            let changes = try h.gateway.reloadCertificates(from: moved)
+            let changes = try h.gateway.reloadListeners(from: moved)
             #expect(changes.reloaded.isEmpty)
             #expect(changes.needRestart.count == 2, "\(changes.needRestart)")
             #expect(try await servedSubject().contains("CN=renewed.example"))
+            // Two listeners on port 0 (cleartext and TLS) pair by position.
+            var both = config
+            both.listeners = [ListenerConfig(address: HostPort(host: "127.0.0.1", port: 0), tls: nil), listener]
+            let h2 = try await Harness.start { $0.listeners = both.listeners }
+            let pairs = try h2.gateway.reloadListeners(from: both)
+            #expect(pairs.reloaded == [listener.address])
+            #expect(pairs.needRestart.isEmpty, "\(pairs.needRestart)")
+            try await h2.stop()
+
             try await h.stop()
         }
     }

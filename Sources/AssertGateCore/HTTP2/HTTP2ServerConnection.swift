@@ -586,7 +586,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         guard let stream = lookupStream(frame.pointee.hd.stream_id) else { return 0 }
         stream.headerListBytes += name.count + value.count + 32
         if stream.headerListBytes > limits.maxHeaderListBytes {
-            if !stream.headersTooLarge {
+            // Request heads only: oversized trailers reset a stream whose pipeline reports it.
+            if !stream.headersTooLarge, !stream.headersDone {
                 // Refused before any pipeline exists: counted and logged like one (status 0:
                 // HTTP/2 has no answer for it, nghttp2 resets the stream).
                 worker.observer?.requestFinished(

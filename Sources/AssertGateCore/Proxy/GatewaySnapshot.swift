@@ -33,35 +33,61 @@ public final class GatewaySnapshot: Sendable {
         routeIndex(method: method, path: path.utf8).map { config.routes[$0] }
     }
 
-    /// What a request's path selects, read both as received and as an upstream
-    /// that normalises paths would read it (`RoutingPath`).
+    /// What a request's path selects, read as received and as upstream servers
+    /// might read it (`RoutingPath`, plus letter case and a trailing slash
+    /// taken off or added).
     public enum RouteSelection {
         case route(RouteConfig)
         case noRoute
-        /// The two readings select different routes (or one selects none).
+        /// Two readings select different routes of the same, strictest mode.
         case ambiguous
     }
 
+    /// The strictest route any reading selects: a reading that lands on a laxer
+    /// route (or none) cannot help an attacker, one that lands on a stricter
+    /// route decides. Two different routes at the strictest level (two
+    /// `enforce` routes with their own settings) cannot be told apart: refused.
     public func select(method: String, path: Substring) -> RouteSelection {
         let raw = routeIndex(method: method, path: path.utf8)
-        // Letter case: Express (and IIS) match paths without regard to it.
-        if routeIndex(method: method, path: path.utf8, ignoringCase: true) != raw { return .ambiguous }
-        for reading in RoutingPath.readings(path) {
-            let p = reading.path
-            let t = reading.trimmed
-            if routeIndex(method: method, path: p, slashTolerant: t) != raw
-                || routeIndex(method: method, path: p, ignoringCase: true, slashTolerant: t) != raw
-            {
-                return .ambiguous
+        var best = raw
+        var ambiguous = false
+        func rank(_ i: Int?) -> Int {
+            guard let i else { return -1 }
+            switch config.routes[i].mode {
+            case .passthrough: return 0
+            case .monitor: return 1
+            case .enforce: return 2
             }
         }
-        return raw.map { .route(config.routes[$0]) } ?? .noRoute
+        func weigh(_ i: Int?) {
+            if rank(i) > rank(best) {
+                best = i
+                ambiguous = false
+            } else if rank(i) == rank(best), i != best, rank(best) > 0 {
+                ambiguous = true
+            }
+        }
+        func consider<P: Collection<UInt8>>(_ p: P) {
+            weigh(routeIndex(method: method, path: p, slashTolerant: true))
+            weigh(routeIndex(method: method, path: p, ignoringCase: true, slashTolerant: true))
+        }
+        func considerWithTrimmed<P: BidirectionalCollection<UInt8>>(_ p: P) {
+            consider(p)
+            var trimmed = p[...]
+            while trimmed.count > 1, trimmed.last == UInt8(ascii: "/") { trimmed = trimmed.dropLast() }
+            if trimmed.count != p.count { consider(trimmed) }
+        }
+        considerWithTrimmed(path.utf8)
+        for reading in RoutingPath.readings(path) { considerWithTrimmed(reading) }
+        if ambiguous { return .ambiguous }
+        return best.map { .route(config.routes[$0]) } ?? .noRoute
     }
 
     /// Byte comparison: an upstream compares bytes, not Unicode characters.
     /// HEAD matches a route that lists GET: servers answer it with the GET handler.
-    /// `slashTolerant`: `path` had its trailing slash taken off, so a route that
-    /// ends in `/` also takes it bare (`/x/` takes `/x`; exact `/x/` takes `/x`).
+    /// `slashTolerant`: read as a server that does not care about one trailing
+    /// slash: a route that ends in `/` also takes the path bare (`/x/` takes
+    /// `/x`; exact `/x/` takes `/x`), as a servlet on `/x/*` serves `/x`.
     private func routeIndex<Path: Collection<UInt8>>(
         method: String, path: Path, ignoringCase: Bool = false, slashTolerant: Bool = false
     ) -> Int? {

@@ -15,32 +15,29 @@
 enum RoutingPath {
     /// The other readings of `path`; empty when it is plain (nothing in it
     /// could be read differently), which is the case for nearly every request.
-    struct Reading {
-        var path: [UInt8]
-        /// Read without a trailing slash: match it as such a server would
-        /// (a `/x/` prefix route also takes `/x`).
-        var trimmed = false
-    }
-
-    static func readings(_ path: Substring) -> [Reading] {
-        guard path.utf8.first == UInt8(ascii: "/") else { return [] }
-        var out: [Reading] = []
-        if needsNormalizing(path.utf8) {
-            let bytes = Array(path.utf8.prefix { $0 != UInt8(ascii: "#") })
-            let decoded = decode(bytes, keepSlashEscapes: false)
-            out.append(Reading(path: removeDotSegments(decoded, dropParameters: true)))
+    /// Trailing slashes and letter case are the caller's (`GatewaySnapshot.select`).
+    static func readings(_ path: Substring) -> [[UInt8]] {
+        guard path.utf8.first == UInt8(ascii: "/"), needsNormalizing(path.utf8) else { return [] }
+        let bytes = Array(path.utf8.prefix { $0 != UInt8(ascii: "#") })
+        let decoded = decode(bytes, keepSlashEscapes: false)
+        let twice = decode(decoded, keepSlashEscapes: false)
+        var out: [[UInt8]] = [
+            // nginx: decode, merge slashes, resolve dot segments.
+            removeDotSegments(decoded, dropParameters: true, mergeSlashes: true),
+            // RFC 3986 / WHATWG URL / Envoy: dot segments resolved, `//` kept (so `..` can eat an empty segment).
+            removeDotSegments(decoded, dropParameters: false, mergeSlashes: false),
             // Tomcat: `;` parameters off each raw segment first, then decode.
-            out.append(Reading(path: removeDotSegments(decode(dropParameters(bytes), keepSlashEscapes: false), dropParameters: false)))
+            removeDotSegments(decode(dropParameters(bytes), keepSlashEscapes: false), dropParameters: false, mergeSlashes: true),
             // Encoded slashes kept inside their segment (Apache NoDecode, Tomcat passthrough).
-            out.append(Reading(path: removeDotSegments(decode(bytes, keepSlashEscapes: true), dropParameters: true)))
+            removeDotSegments(decode(bytes, keepSlashEscapes: true), dropParameters: true, mergeSlashes: true),
             // Decoded twice.
-            out.append(Reading(path: removeDotSegments(decode(decoded, keepSlashEscapes: false), dropParameters: true)))
-        }
-        // Without the trailing slash(es), of the raw path and of each reading.
-        for reading in [Reading(path: Array(path.utf8))] + out {
-            var trimmed = reading.path[...]
-            while trimmed.count > 1, trimmed.last == UInt8(ascii: "/") { trimmed = trimmed.dropLast() }
-            if trimmed.count != reading.path.count { out.append(Reading(path: Array(trimmed), trimmed: true)) }
+            removeDotSegments(twice, dropParameters: true, mergeSlashes: true),
+        ]
+        // A server that decodes and parses again ends the path at a decoded `?` or `#`.
+        for d in [decoded, twice] {
+            if let cut = d.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+                out.append(removeDotSegments(Array(d[..<cut]), dropParameters: true, mergeSlashes: true))
+            }
         }
         return out
     }
@@ -50,7 +47,7 @@ enum RoutingPath {
     static func normalized(_ path: Substring) -> [UInt8]? {
         guard path.utf8.first == UInt8(ascii: "/"), needsNormalizing(path.utf8) else { return nil }
         let bytes = Array(path.utf8.prefix { $0 != UInt8(ascii: "#") })
-        return removeDotSegments(decode(bytes, keepSlashEscapes: false), dropParameters: true)
+        return removeDotSegments(decode(bytes, keepSlashEscapes: false), dropParameters: true, mergeSlashes: true)
     }
 
     /// Every valid `%XX` decoded (but `%2F`/`%5C` when `keepSlashEscapes`); `\` reads as `/`.
@@ -93,25 +90,24 @@ enum RoutingPath {
         return out
     }
 
-    /// Splits on `/`, drops empty and `.` segments (and `;` parameters when
-    /// asked), resolves `..`.
-    private static func removeDotSegments(_ bytes: [UInt8], dropParameters: Bool) -> [UInt8] {
+    /// Splits on `/`, drops `.` segments (and `;` parameters, and empty
+    /// segments when merging slashes, when asked), resolves `..`.
+    private static func removeDotSegments(_ bytes: [UInt8], dropParameters: Bool, mergeSlashes: Bool) -> [UInt8] {
         var segments: [ArraySlice<UInt8>] = []
         var trailingSlash = false
-        for raw in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst() {
+        let parts = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst()
+        for (n, raw) in parts.enumerated() {
             let cut = dropParameters ? raw.firstIndex(of: UInt8(ascii: ";")) : nil
             let segment = cut.map { raw[raw.startIndex..<$0] } ?? raw
+            let last = n == parts.count - 1
             switch segment.count {
-            case 0:
+            case 0 where mergeSlashes || last:
                 trailingSlash = true
-                continue
             case 1 where segment.first == UInt8(ascii: "."):
                 trailingSlash = true
-                continue
             case 2 where segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]):
                 if !segments.isEmpty { segments.removeLast() }
                 trailingSlash = true
-                continue
             default:
                 segments.append(segment)
                 trailingSlash = false

@@ -204,6 +204,17 @@ public final class GatewayServer: Sendable {
     /// SIGHUP and `POST /reload`: a file that does not validate is logged and
     /// the running configuration stays. Listener and store changes need a restart.
     public func reload() async -> Result<Void, AdminReloadError> {
+        // One at a time: two overlapping reloads could leave listeners and workers
+        // on different files. The second is refused, not queued; its caller can retry.
+        let alreadyRunning = reloading.withLockedValue { busy -> Bool in
+            if busy { return true }
+            busy = true
+            return false
+        }
+        if alreadyRunning {
+            return .failure(AdminReloadError(message: "another reload is in progress; try again"))
+        }
+        defer { reloading.withLockedValue { $0 = false } }
         let config: GatewayConfig
         let enforcement: EnforcementContext
         let certificates: Gateway.CertificateReload
@@ -211,7 +222,7 @@ public final class GatewayServer: Sendable {
             config = try ConfigLoader.load(path: configPath)
             enforcement = try EnforcementContext(config: config, refreshesReceipts: refresher != nil)
             // Last: it swaps the listeners' certificates once every one has loaded.
-            certificates = try gateway.reloadCertificates(from: config)
+            certificates = try gateway.reloadListeners(from: config)
         } catch let error as ConfigError {
             return rejected(error.diagnostics.map(\.description).joined(separator: "\n"))
         } catch {

@@ -12,11 +12,27 @@ public final class Gateway: Sendable {
     private let workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>]
     private let state: NIOLockedValueBox<State>
 
+    /// What a listener's new connections start with; a reload may change it.
+    struct LiveListener {
+        /// Nil for a cleartext listener (switching needs a restart).
+        var tls: TLSServerContext?
+        var handshakeTimeout: TimeAmount
+        var idleTimeout: TimeAmount
+        var headerTimeout: TimeAmount
+
+        init(_ listener: ListenerConfig, tls: TLSServerContext?) {
+            self.tls = tls
+            handshakeTimeout = listener.handshakeTimeout
+            idleTimeout = listener.effectiveIdleTimeout
+            headerTimeout = listener.headerTimeout
+        }
+    }
+
     private struct State {
         var config: GatewayConfig
         /// The listeners as bound at start, each with the box its accepts read
-        /// their TLS context from (swapped by `reloadCertificates`).
-        var bound: [(listener: ListenerConfig, tls: NIOLockedValueBox<TLSServerContext>?)] = []
+        /// their TLS context and timeouts from (updated by `reloadListeners`).
+        var bound: [(listener: ListenerConfig, live: NIOLockedValueBox<LiveListener>)] = []
         var serverChannels: [any Channel] = []
         var started = false
         var shutDown = false
@@ -60,15 +76,16 @@ public final class Gateway: Sendable {
         }
         var ports: [Int] = []
         var channels: [any Channel] = []
-        var bound: [(listener: ListenerConfig, tls: NIOLockedValueBox<TLSServerContext>?)] = []
+        var bound: [(listener: ListenerConfig, live: NIOLockedValueBox<LiveListener>)] = []
         do {
             for listener in config.listeners {
                 // One SSL_CTX per listener, shared by every worker; a bad certificate
                 // or key fails `start()` with a typed error naming the file.
-                let tls = try listener.tls.map { NIOLockedValueBox(try TLSServerContext(config: $0)) }
-                let channel = try await bind(listener, tls: tls)
+                let tls = try listener.tls.map { try TLSServerContext(config: $0) }
+                let live = NIOLockedValueBox(LiveListener(listener, tls: tls))
+                let channel = try await bind(listener, live: live)
                 channels.append(channel)
-                bound.append((listener, tls))
+                bound.append((listener, live))
                 ports.append(channel.localAddress?.port ?? listener.address.port)
             }
         } catch {
@@ -83,7 +100,7 @@ public final class Gateway: Sendable {
         return ports
     }
 
-    private func bind(_ listener: ListenerConfig, tls: NIOLockedValueBox<TLSServerContext>?) async throws -> any Channel {
+    private func bind(_ listener: ListenerConfig, live: NIOLockedValueBox<LiveListener>) async throws -> any Channel {
         let workers = self.workers
         let logger = self.logger
         return try await ServerBootstrap(group: group)
@@ -102,13 +119,14 @@ public final class Gateway: Sendable {
                     worker.connections[id] = channel
                     channel.closeFuture.whenComplete { _ in box.value.connections.removeValue(forKey: id) }
                     let sync = channel.pipeline.syncOperations
+                    // The settings current at accept; a connection keeps them for its life.
+                    let settings = live.withLockedValue { $0 }
                     try sync.addHandler(
                         ConnectionTimeoutHandler(
-                            handshakeTimeout: listener.handshakeTimeout, idleTimeout: listener.effectiveIdleTimeout,
-                            headerTimeout: listener.headerTimeout))
-                    if let tls {
-                        // The context current at accept; a connection keeps it for its life.
-                        try sync.addHandler(OpenSSLHandler(context: tls.withLockedValue { $0 }, logger: logger))
+                            handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
+                            headerTimeout: settings.headerTimeout))
+                    if let tls = settings.tls {
+                        try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
                         try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
                     } else {
                         try sync.addHandler(ProtocolDetector(worker: worker))
@@ -127,38 +145,46 @@ public final class Gateway: Sendable {
         public var needRestart: [String] = []
     }
 
-    /// Reads the certificate and key of every running TLS listener again, from
-    /// the files `config` names for the same address, so a renewed certificate
-    /// (same path, new content) or a new path takes effect for new connections;
-    /// open connections keep the one they started with. Every file is loaded
-    /// before anything is swapped: one that fails leaves all listeners as they
-    /// were and throws, naming it.
-    public func reloadCertificates(from config: GatewayConfig) throws -> CertificateReload {
+    /// Applies `config`'s listener settings to the running listeners, for new
+    /// connections (open ones keep theirs): every TLS listener's certificate
+    /// and key are read again, so a renewed certificate (same path, new
+    /// content) or a new path takes effect, and the handshake, header and idle
+    /// timeouts follow the file (the idle default grows with the slowest
+    /// upstream's `responseTimeout`). Listeners pair by position, else by
+    /// address. Every file is loaded before anything changes: one that fails
+    /// leaves all listeners as they were and throws, naming it.
+    public func reloadListeners(from config: GatewayConfig) throws -> CertificateReload {
         let bound = state.withLockedValue { $0.bound }
         var result = CertificateReload()
-        var swaps: [(NIOLockedValueBox<TLSServerContext>, TLSServerContext)] = []
-        for running in bound {
+        var updates: [(NIOLockedValueBox<LiveListener>, LiveListener)] = []
+        var paired = Set<Int>()
+        for (i, running) in bound.enumerated() {
             let address = running.listener.address
-            guard let next = config.listeners.first(where: { $0.address == address }) else {
+            let j: Int? =
+                i < config.listeners.count && config.listeners[i].address == address && !paired.contains(i)
+                ? i : config.listeners.indices.first { !paired.contains($0) && config.listeners[$0].address == address }
+            guard let j else {
                 result.needRestart.append("listener \(address) removed")
                 continue
             }
-            switch (running.tls, next.tls) {
-            case (let box?, let tls?):
-                swaps.append((box, try TLSServerContext(config: tls)))
+            paired.insert(j)
+            let next = config.listeners[j]
+            switch (running.listener.tls, next.tls) {
+            case (_?, let tls?):
+                updates.append((running.live, LiveListener(next, tls: try TLSServerContext(config: tls))))
                 result.reloaded.append(address)
             case (nil, nil):
-                break
+                updates.append((running.live, LiveListener(next, tls: nil)))
             case (nil, _?):
                 result.needRestart.append("listener \(address) gains TLS")
             case (_?, nil):
                 result.needRestart.append("listener \(address) loses TLS")
             }
         }
-        for next in config.listeners where !bound.contains(where: { $0.listener.address == next.address }) {
-            result.needRestart.append("listener \(next.address) added")
+        for j in config.listeners.indices where !paired.contains(j) {
+            result.needRestart.append("listener \(config.listeners[j].address) added")
         }
-        for (box, context) in swaps { box.withLockedValue { $0 = context } }
+        for (box, settings) in updates { box.withLockedValue { $0 = settings } }
         return result
     }
 

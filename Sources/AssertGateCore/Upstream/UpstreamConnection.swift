@@ -20,6 +20,8 @@ final class UpstreamConnection {
     var delegate: UpstreamExchangeDelegate?
 
     private var requestDone = false
+    /// The whole request (head, body, last chunk) has been written.
+    var requestSent: Bool { requestDone }
     private var responseDone = false
     private var responseKeepAlive = true
     private(set) var isClosed = false
@@ -312,7 +314,10 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
         let c = connection
         // A body delimited by the close is complete now, unless the close was
         // an error (a reset): then the client must see it cut, not complete.
-        if parser.connectionClosed(), !failed { c?.receivedEnd(reusable: false) }
+        // NIO does not report every reset (one met while flushing a request body
+        // closes without errorCaught), so a close before the request was fully
+        // sent counts as an error too.
+        if parser.connectionClosed(), !failed, c?.requestSent == true { c?.receivedEnd(reusable: false) }
         connection = nil
         c?.channelClosed()
         context.fireChannelInactive()
