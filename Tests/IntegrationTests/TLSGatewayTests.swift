@@ -7,16 +7,21 @@ extension Integration {
     /// A TLS listener of the gateway itself (OpenSSL handler in front of the
     /// protocol detector, ALPN h2 / http/1.1) with real curl.
     @Suite(.serialized) struct TLSGatewayTests {
+        /// A self-signed P-256 certificate for 127.0.0.1 as `dir`/tls.crt and tls.key.
+        static func makeCertificate(in dir: String, cn: String) async throws {
+            let made = try await Run.tool(
+                "openssl",
+                ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                 "-subj", "/CN=\(cn)", "-addext", "subjectAltName=IP:127.0.0.1",
+                 "-keyout", dir + "/tls.key", "-out", dir + "/tls.crt"])
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+
         @Test func curlOverTLSWithALPNh2AndHTTP11() async throws {
             let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let made = try await Run.tool(
-                "openssl",
-                ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                 "-keyout", dir + "/tls.key", "-out", dir + "/tls.crt"])
-            #expect(made.status == 0, "\(made.stderr)")
+            try await Self.makeCertificate(in: dir, cn: "127.0.0.1")
             let h = try await Harness.start { config in
                 config.listeners = [
                     ListenerConfig(
@@ -45,14 +50,7 @@ extension Integration {
             let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            func makeCertificate(cn: String) async throws {
-                let made = try await Run.tool(
-                    "openssl",
-                    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-                     "-subj", "/CN=\(cn)", "-addext", "subjectAltName=IP:127.0.0.1",
-                     "-keyout", dir + "/tls.key", "-out", dir + "/tls.crt"])
-                #expect(made.status == 0, "\(made.stderr)")
-            }
+            func makeCertificate(cn: String) async throws { try await Self.makeCertificate(in: dir, cn: cn) }
             try await makeCertificate(cn: "first.example")
             let listener = ListenerConfig(
                 address: HostPort(host: "127.0.0.1", port: 0),

@@ -329,8 +329,61 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     func submitResponse(_ stream: HTTP2Stream, status: Int, headers: HTTPHeaders, endStream: Bool) {
         assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session else { return }
-        // Work on locals (moved out of the scratch properties, so no copy and no
-        // per-byte exclusivity checks on class storage), then hand them back.
+        let rv = withNVScratch { bytes, spans, nva -> Int32 in
+            Self.appendNV(":status", String(status), flags: 0, bytes: &bytes, spans: &spans)
+            // A fresh id per response would only churn the HPACK dynamic table (and push out
+            // server/content-type/date): send it never-indexed.
+            let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+            for (name, value) in headers {
+                let isRequestId = ASCII.equalsCI(name, "x-request-id")
+                Self.appendNV(name, value, flags: isRequestId ? noIndex : 0, bytes: &bytes, spans: &spans)
+            }
+            return bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
+                guard let base = buf.baseAddress else { return -1 }
+                for s in spans { nva.append(s.nv(base)) }
+                return submit(session, stream, nva, endStream: endStream)
+            }
+        }
+        submitted(stream, rv)
+    }
+
+    /// An upstream's head: the header list points straight into the parsed head
+    /// bytes (names already lower-cased, hop-by-hop fields marked), so no field
+    /// is copied before nghttp2 copies it into its own frame.
+    func submitUpstreamResponse(_ stream: HTTP2Stream, head: UpstreamResponseHead, requestId: String) {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
+        guard let session else { return }
+        let rv = withNVScratch { scratch, spans, nva -> Int32 in
+            Self.appendNV(":status", String(head.status), flags: 0, bytes: &scratch, spans: &spans)
+            // A fresh id per response would only churn the HPACK dynamic table: never-indexed.
+            Self.appendNV(
+                "x-request-id", requestId, flags: UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue), bytes: &scratch,
+                spans: &spans)
+            return scratch.withUnsafeMutableBufferPointer { local -> Int32 in
+                head.bytes.withUnsafeBufferPointer { upstream -> Int32 in
+                    guard let lb = local.baseAddress, let ub = upstream.baseAddress else { return -1 }
+                    let upstreamBase = UnsafeMutablePointer(mutating: ub)
+                    // :status first (pseudo-headers precede fields), then the upstream's, then the id.
+                    nva.append(spans[0].nv(lb))
+                    for f in head.fields where f.forward {
+                        nva.append(
+                            nghttp2_nv(
+                                name: upstreamBase + f.nameStart, value: upstreamBase + f.valueStart,
+                                namelen: f.nameLength, valuelen: f.valueLength, flags: 0))
+                    }
+                    nva.append(spans[1].nv(lb))
+                    return submit(session, stream, nva, endStream: false)
+                }
+            }
+        }
+        submitted(stream, rv)
+    }
+
+    /// Lends the scratch arrays, emptied. They are moved out of the properties
+    /// (no copy, no per-byte exclusivity checks on class storage) and handed
+    /// back after, so their capacity serves the next response. The header
+    /// list's pointers are only valid inside `body`.
+    private func withNVScratch(_ body: (inout [UInt8], inout [NVSpan], inout [nghttp2_nv]) -> Int32) -> Int32 {
         var bytes: [UInt8] = []
         var spans: [NVSpan] = []
         var nva: [nghttp2_nv] = []
@@ -341,90 +394,24 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         spans.removeAll(keepingCapacity: true)
         nva.removeAll(keepingCapacity: true)
         defer {
+            nva.removeAll(keepingCapacity: true)
             swap(&bytes, &nvBytes)
             swap(&spans, &nvSpans)
             swap(&nva, &nvArray)
         }
-        Self.appendNV(":status", String(status), flags: 0, bytes: &bytes, spans: &spans)
-        // A fresh id per response would only churn the HPACK dynamic table (and push out
-        // server/content-type/date): send it never-indexed.
-        let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
-        for (name, value) in headers {
-            let isRequestId = ASCII.equalsCI(name, "x-request-id")
-            Self.appendNV(name, value, flags: isRequestId ? noIndex : 0, bytes: &bytes, spans: &spans)
-        }
-        let rv: Int32 = bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
-            guard let base = buf.baseAddress else { return -1 }
-            for s in spans {
-                nva.append(
-                    nghttp2_nv(
-                        name: base + s.nameStart, value: base + s.valueStart, namelen: s.nameLen,
-                        valuelen: s.valueLen, flags: s.flags))
-            }
-            if endStream {
-                return nghttp2_submit_response(session, stream.id, nva, nva.count, nil)
-            }
-            var provider = nghttp2_data_provider(
-                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
-                read_callback: HTTP2ServerConnection.readCallback)
-            return nghttp2_submit_response(session, stream.id, nva, nva.count, &provider)
-        }
-        if rv != 0 {
-            worker.logger.debug("submit_response failed", metadata: ["code": "\(rv)"])
-            resetStream(stream, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue)
-        }
-        scheduleFlush()
+        return body(&bytes, &spans, &nva)
     }
 
-    /// An upstream's head: the header list points straight into the parsed head
-    /// bytes (names already lower-cased, hop-by-hop fields marked), so no field
-    /// is copied before nghttp2 copies it into its own frame.
-    func submitUpstreamResponse(_ stream: HTTP2Stream, head: UpstreamResponseHead, requestId: String) {
-        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
-        guard let session else { return }
-        var scratch: [UInt8] = []
-        var spans: [NVSpan] = []
-        var nva: [nghttp2_nv] = []
-        swap(&scratch, &nvBytes)
-        swap(&spans, &nvSpans)
-        swap(&nva, &nvArray)
-        scratch.removeAll(keepingCapacity: true)
-        spans.removeAll(keepingCapacity: true)
-        nva.removeAll(keepingCapacity: true)
-        defer {
-            swap(&scratch, &nvBytes)
-            swap(&spans, &nvSpans)
-            swap(&nva, &nvArray)
-        }
-        Self.appendNV(":status", String(head.status), flags: 0, bytes: &scratch, spans: &spans)
-        // A fresh id per response would only churn the HPACK dynamic table: never-indexed.
-        Self.appendNV(
-            "x-request-id", requestId, flags: UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue), bytes: &scratch, spans: &spans)
+    /// nghttp2 copies the list (and the provider) before it returns.
+    private func submit(_ session: OpaquePointer, _ stream: HTTP2Stream, _ nva: [nghttp2_nv], endStream: Bool) -> Int32 {
+        if endStream { return nghttp2_submit_response(session, stream.id, nva, nva.count, nil) }
         var provider = nghttp2_data_provider(
             source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
             read_callback: HTTP2ServerConnection.readCallback)
-        let rv: Int32 = scratch.withUnsafeMutableBufferPointer { local -> Int32 in
-            head.bytes.withUnsafeBufferPointer { upstream -> Int32 in
-                guard let lb = local.baseAddress, let ub = upstream.baseAddress else { return -1 }
-                let upstreamBase = UnsafeMutablePointer(mutating: ub)
-                // :status first (pseudo-headers precede fields), then the upstream's, then the id.
-                nva.append(
-                    nghttp2_nv(
-                        name: lb + spans[0].nameStart, value: lb + spans[0].valueStart, namelen: spans[0].nameLen,
-                        valuelen: spans[0].valueLen, flags: spans[0].flags))
-                for f in head.fields where f.forward {
-                    nva.append(
-                        nghttp2_nv(
-                            name: upstreamBase + f.nameStart, value: upstreamBase + f.valueStart, namelen: f.nameLength,
-                            valuelen: f.valueLength, flags: 0))
-                }
-                nva.append(
-                    nghttp2_nv(
-                        name: lb + spans[1].nameStart, value: lb + spans[1].valueStart, namelen: spans[1].nameLen,
-                        valuelen: spans[1].valueLen, flags: spans[1].flags))
-                return nghttp2_submit_response(session, stream.id, nva, nva.count, &provider)
-            }
-        }
+        return nghttp2_submit_response(session, stream.id, nva, nva.count, &provider)
+    }
+
+    private func submitted(_ stream: HTTP2Stream, _ rv: Int32) {
         if rv != 0 {
             worker.logger.debug("submit_response failed", metadata: ["code": "\(rv)"])
             resetStream(stream, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue)
@@ -438,6 +425,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         var valueStart: Int
         var valueLen: Int
         var flags: UInt8
+
+        func nv(_ base: UnsafeMutablePointer<UInt8>) -> nghttp2_nv {
+            nghttp2_nv(name: base + nameStart, value: base + valueStart, namelen: nameLen, valuelen: valueLen, flags: flags)
+        }
     }
     private var nvBytes: [UInt8] = []
     private var nvSpans: [NVSpan] = []

@@ -249,13 +249,15 @@ final class EnforcementHarness: @unchecked Sendable {
     }
 
     /// One request with curl (`--http2-prior-knowledge` unless `http1`), path sent as is.
+    /// HEAD goes as curl's `--head`, which reads no body (with `-X HEAD` a
+    /// Content-Length in the answer would make it wait for one).
     func send(
         _ method: String, _ path: String, headers: [(String, String)] = [], body: String? = nil,
         http1: Bool = false, base: String? = nil
     ) async throws -> Response {
         let tag = UUID().uuidString
         let bodyOut = directory + "/\(tag).body"
-        var args = ["-sS", "--path-as-is", "-X", method, "-D", "-", "-o", bodyOut]
+        var args = ["-sS", "--path-as-is", "-D", "-", "-o", bodyOut] + (method == "HEAD" ? ["--head"] : ["-X", method])
         args.append(http1 ? "--http1.1" : "--http2-prior-knowledge")
         for (n, v) in headers { args += ["-H", "\(n): \(v)"] }
         if let body {

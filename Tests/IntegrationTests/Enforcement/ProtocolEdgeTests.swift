@@ -121,7 +121,7 @@ extension Integration {
                 for http1 in [false, true] {
                     let label = "\(route) http1=\(http1)"
                     // HEAD: no body, but status and headers of the problem answer.
-                    let head = try await h.headRequest(path, http1: http1)
+                    let head = try await h.send("HEAD", path, http1: http1)
                     #expect(head.status == 405, "HEAD \(label)")
                     #expect(head.headers["allow"] == "POST", "HEAD \(label)")
                     #expect(head.headers["content-type"] == "application/problem+json", "HEAD \(label)")
@@ -274,27 +274,5 @@ extension EnforcementHarness {
         ]
         if let userId { fields.append(#""userId":\#(JSONText.quoted(userId))"#) }
         return try await send("POST", Self.prefix + "/attest", body: "{" + fields.joined(separator: ",") + "}")
-    }
-
-    /// A HEAD request with curl's `--head` (which reads no body, so a
-    /// Content-Length in the answer cannot make it wait).
-    fileprivate func headRequest(_ path: String, http1: Bool) async throws -> Response {
-        let args = [
-            "-sS", "--path-as-is", "--head", http1 ? "--http1.1" : "--http2-prior-knowledge", base + path,
-        ]
-        let r = try await Run.tool("curl", args, timeout: 20)
-        guard r.status == 0 else { throw HarnessError("curl HEAD \(path) failed (\(r.status)): \(r.stderr)") }
-        var status = 0
-        var parsed: [String: String] = [:]
-        for line in r.stdout.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" }) {
-            if line.hasPrefix("HTTP/") {
-                status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-                parsed = [:]
-            } else if let colon = line.firstIndex(of: ":") {
-                let name = line[..<colon].lowercased()
-                parsed[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            }
-        }
-        return Response(status: status, headers: parsed, body: "")
     }
 }
