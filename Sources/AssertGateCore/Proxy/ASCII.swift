@@ -19,16 +19,7 @@ enum ASCII {
     }
 
     static func equalsCI(_ name: String, _ literal: StaticString) -> Bool {
-        let n = name.utf8
-        guard n.count == literal.utf8CodeUnitCount else { return false }
-        return literal.withUTF8Buffer { lit in
-            var i = 0
-            for b in n {
-                if ASCII.lower(b) != lit[i] { return false }
-                i += 1
-            }
-            return true
-        }
+        equalsLower(name.utf8, literal)
     }
 
     // MARK: byte slices (the upstream response parser)
@@ -69,7 +60,7 @@ enum ASCII {
     }
 
     /// Case-insensitive equality with a lower-case literal.
-    static func equalsLower(_ s: ArraySlice<UInt8>, _ lower: StaticString) -> Bool {
+    static func equalsLower<Bytes: Collection<UInt8>>(_ s: Bytes, _ lower: StaticString) -> Bool {
         guard s.count == lower.utf8CodeUnitCount else { return false }
         return lower.withUTF8Buffer { lit in
             var i = 0

@@ -57,8 +57,8 @@ enum RoutingPath {
         var i = 0
         while i < bytes.count {
             var b = bytes[i]
-            if b == UInt8(ascii: "%"), i + 2 < bytes.count, let h = hexValue(bytes[i + 1]), let l = hexValue(bytes[i + 2]) {
-                let v = h << 4 | l
+            if b == UInt8(ascii: "%"), i + 2 < bytes.count, let h = ASCII.hexDigit(bytes[i + 1]), let l = ASCII.hexDigit(bytes[i + 2]) {
+                let v = UInt8(h << 4 | l)
                 if keepSlashEscapes, v == UInt8(ascii: "/") || v == UInt8(ascii: "\\") {
                     decoded.append(contentsOf: bytes[i..<i + 3])
                     i += 3
@@ -149,14 +149,5 @@ enum RoutingPath {
             previous = b
         }
         return segmentStart && dots > 0
-    }
-
-    private static func hexValue(_ b: UInt8) -> UInt8? {
-        switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }
