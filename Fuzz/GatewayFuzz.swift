@@ -368,8 +368,23 @@ func fuzzUpstreamResponse(_ bytes: [UInt8]) {
 func fuzzRoutingPath(_ bytes: [UInt8]) {
     let path = String(decoding: bytes, as: UTF8.self)
     for reading in RoutingPath.readings(path[...]) {
-        check(reading.path.first == UInt8(ascii: "/"), "a reading that is not absolute")
-        check(reading.path.count <= path.utf8.count + 1, "a reading longer than its path")
+        check(reading.first == UInt8(ascii: "/"), "a reading that is not absolute")
+        check(reading.count <= path.utf8.count + 1, "a reading longer than its path")
+    }
+    // Route selection never picks a laxer route than the raw bytes match.
+    func rank(_ r: RouteConfig?) -> Int {
+        switch r?.mode {
+        case nil: return -1
+        case .passthrough?: return 0
+        case .monitor?: return 1
+        case .enforce?: return 2
+        }
+    }
+    let raw = fuzzRoutes.route(method: "GET", path: path[...])
+    switch fuzzRoutes.select(method: "GET", path: path[...]) {
+    case .route(let r): check(rank(r) >= rank(raw), "a laxer route than the raw path's")
+    case .noRoute: check(raw == nil, "no route though the raw path has one")
+    case .ambiguous: break
     }
     guard let normalized = RoutingPath.normalized(path[...]) else { return }
     check(normalized.first == UInt8(ascii: "/"), "not absolute")
@@ -381,3 +396,12 @@ func fuzzRoutingPath(_ bytes: [UInt8]) {
         check(!s.contains(UInt8(ascii: ";")), "parameter left")
     }
 }
+
+/// Routes with every mode, an exact and a slash-ended prefix, for fuzzRoutingPath.
+let fuzzRoutes = GatewaySnapshot(
+    config: GatewayConfig(listeners: [], apps: [], upstreams: [:], routes: [
+        RouteConfig(match: RouteMatch(kind: .prefix("/api/pay"), methods: ["POST", "GET"]), upstream: "pay", mode: .enforce),
+        RouteConfig(match: RouteMatch(kind: .exact("/api/account")), upstream: "account", mode: .enforce),
+        RouteConfig(match: RouteMatch(kind: .prefix("/api/")), upstream: "api", mode: .monitor),
+        RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "rest", mode: .passthrough),
+    ]))
