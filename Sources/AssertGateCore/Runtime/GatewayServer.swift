@@ -18,8 +18,7 @@ public final class GatewayServer: Sendable {
     /// The refresher's own thread: TLS handshakes with Apple and receipt
     /// parsing never run on a worker loop that serves requests.
     private let refresherGroup: MultiThreadedEventLoopGroup?
-    private let startedRefreshSettings: [String]
-    /// What a reload cannot change (admin address, store): compared to warn.
+    /// What a reload cannot change (admin address, store, receipt refresh): compared to warn.
     private let startedConfig: GatewayConfig
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
@@ -39,18 +38,13 @@ public final class GatewayServer: Sendable {
         } catch {
             throw StartError(description: error.diagnostics.map(\.description).joined(separator: "\n"))
         }
-        for warning in config.warnings { logger.warning("\(warning)") }
         let enforcement: EnforcementContext
         do {
             enforcement = try EnforcementContext(config: config)
         } catch {
             throw StartError(description: "\(configPath): \(error)")
         }
-        if !config.attestation.trustAnchors.isEmpty || !config.attestation.receiptTrustAnchors.isEmpty {
-            logger.warning(
-                "TEST TRUST ANCHORS IN USE: attestations are NOT checked against Apple's roots",
-                metadata: ["trustAnchors": "\(config.attestation.trustAnchors)"])
-        }
+        Self.logWarnings(config, logger)
 
         let group = Gateway.makeEventLoopGroup(threads: workers)
         let threadPool = NIOThreadPool(numberOfThreads: 1)
@@ -131,8 +125,7 @@ public final class GatewayServer: Sendable {
         let server = GatewayServer(
             configPath: configPath, ports: ports, adminPort: admin.port, metrics: metrics, gateway: gateway,
             admin: admin, stores: stores, refresher: refresher, refresherGroup: refresherGroup,
-            startedRefreshSettings: Self.refreshSettings(config.fraudMetric), startedConfig: config, group: group,
-            threadPool: threadPool, logger: logger)
+            startedConfig: config, group: group, threadPool: threadPool, logger: logger)
         serverBox.withLockedValue { $0 = server }
         refresher?.start()
         return server
@@ -181,13 +174,12 @@ public final class GatewayServer: Sendable {
     private init(
         configPath: String, ports: [Int], adminPort: Int, metrics: GatewayMetrics, gateway: Gateway,
         admin: AdminServer, stores: any StoreProvider, refresher: ReceiptRefresher?,
-        refresherGroup: MultiThreadedEventLoopGroup?, startedRefreshSettings: [String], startedConfig: GatewayConfig,
+        refresherGroup: MultiThreadedEventLoopGroup?, startedConfig: GatewayConfig,
         group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool, logger: Logger
     ) {
         self.refresher = refresher
         self.refresherGroup = refresherGroup
-        self.startedRefreshSettings = startedRefreshSettings
         self.startedConfig = startedConfig
         self.configPath = configPath
         self.ports = ports
@@ -199,6 +191,16 @@ public final class GatewayServer: Sendable {
         self.group = group
         self.threadPool = threadPool
         self.logger = logger
+    }
+
+    /// The file's warnings, and loudly the test trust anchors (at start and on every reload).
+    private static func logWarnings(_ config: GatewayConfig, _ logger: Logger) {
+        for warning in config.warnings { logger.warning("\(warning)") }
+        if !config.attestation.trustAnchors.isEmpty || !config.attestation.receiptTrustAnchors.isEmpty {
+            logger.warning(
+                "TEST TRUST ANCHORS IN USE: attestations are NOT checked against Apple's roots",
+                metadata: ["trustAnchors": "\(config.attestation.trustAnchors)"])
+        }
     }
 
     /// SIGHUP and `POST /reload`: a file that does not validate is logged and
@@ -229,13 +231,8 @@ public final class GatewayServer: Sendable {
             return rejected("\(error)")
         }
         // What start says loudly, a reload says too: a SIGHUP must not slip in test anchors quietly.
-        for warning in config.warnings { logger.warning("\(warning)") }
-        if !config.attestation.trustAnchors.isEmpty || !config.attestation.receiptTrustAnchors.isEmpty {
-            logger.warning(
-                "TEST TRUST ANCHORS IN USE: attestations are NOT checked against Apple's roots",
-                metadata: ["trustAnchors": "\(config.attestation.trustAnchors)"])
-        }
-        if Self.refreshSettings(config.fraudMetric) != startedRefreshSettings {
+        Self.logWarnings(config, logger)
+        if Self.refreshSettings(config.fraudMetric) != Self.refreshSettings(startedConfig.fraudMetric) {
             logger.warning("fraudMetric changed: receipt refresh keeps running as started until a restart")
         }
         for change in certificates.needRestart {

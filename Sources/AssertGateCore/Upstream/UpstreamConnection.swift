@@ -19,9 +19,8 @@ final class UpstreamConnection {
     private unowned let handler: UpstreamClientHandler
     var delegate: UpstreamExchangeDelegate?
 
-    private var requestDone = false
     /// The whole request (head, body, last chunk) has been written.
-    var requestSent: Bool { requestDone }
+    private(set) var requestDone = false
     private var responseDone = false
     private var responseKeepAlive = true
     private(set) var isClosed = false
@@ -285,8 +284,8 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
         } catch {
             // A response that cannot be read: the exchange fails via channelInactive.
             // Logged like nginx's "upstream sent invalid header": the upstream is broken.
-            connection?.responseInvalid = true
             if let c = connection {
+                c.responseInvalid = true
                 c.endpoint.pool.logger.warning(
                     "upstream response refused", metadata: ["endpoint": "\(c.endpoint.endpoint)", "error": "\(error)"])
             }
@@ -317,7 +316,7 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
         // NIO does not report every reset (one met while flushing a request body
         // closes without errorCaught), so a close before the request was fully
         // sent counts as an error too.
-        if parser.connectionClosed(), !failed, c?.requestSent == true { c?.receivedEnd(reusable: false) }
+        if parser.connectionClosed(), !failed, c?.requestDone == true { c?.receivedEnd(reusable: false) }
         connection = nil
         c?.channelClosed()
         context.fireChannelInactive()

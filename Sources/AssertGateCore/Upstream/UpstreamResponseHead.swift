@@ -25,13 +25,4 @@ struct UpstreamResponseHead {
                 bytes[f.valueStart..<f.valueStart + f.valueLength])
         }
     }
-
-    /// The value of the first field named `lowerName`, for tests and logs.
-    func value(of lowerName: String) -> String? {
-        let name = Array(lowerName.utf8)
-        for f in fields where bytes[f.nameStart..<f.nameStart + f.nameLength].elementsEqual(name) {
-            return String(decoding: bytes[f.valueStart..<f.valueStart + f.valueLength], as: UTF8.self)
-        }
-        return nil
-    }
 }

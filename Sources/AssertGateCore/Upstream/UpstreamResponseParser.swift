@@ -70,12 +70,6 @@ struct UpstreamResponseParser {
         lineEnd = 0
     }
 
-    /// True while the response is delimited by the connection closing.
-    var readsUntilClose: Bool {
-        if case .untilClose = state { return true }
-        return false
-    }
-
     /// The connection closed: true when that completes the body (one delimited by the close).
     mutating func connectionClosed() -> Bool {
         guard case .untilClose = state else { return false }
