@@ -134,9 +134,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         sendResponseBody(body)
         sendResponseEnd()
         worker.observer?.requestFinished(
-            RequestSummary(
-                requestId: requestId, method: method, target: target, upstream: nil, status: reason.httpStatus,
-                reason: reason, trust: nil, durationNanoseconds: 0, aborted: false))
+            .refusedHead(requestId: requestId, method: method, target: target, status: reason.httpStatus, reason: reason))
     }
 
     // MARK: ResponseSink

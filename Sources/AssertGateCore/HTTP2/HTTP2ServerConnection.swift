@@ -582,10 +582,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 // Refused before any pipeline exists: counted and logged like one (status 0:
                 // HTTP/2 has no answer for it, nghttp2 resets the stream).
                 worker.observer?.requestFinished(
-                    RequestSummary(
+                    .refusedHead(
                         requestId: worker.requestIds.make(), method: stream.method ?? "", target: stream.path ?? "",
-                        upstream: nil, status: 0, reason: .headersTooLarge, trust: nil, durationNanoseconds: 0,
-                        aborted: true))
+                        status: 0, reason: .headersTooLarge))
             }
             stream.headersTooLarge = true
             // nghttp2 resets the stream; count it as a server reset.

@@ -118,6 +118,19 @@ public struct RequestSummary: Sendable {
     public var detail: String? = nil
 }
 
+extension RequestSummary {
+    /// A request refused at its head, before any pipeline existed (HTTP/1.1 431 or
+    /// parse error, an HTTP/2 header list over the limit): `status` 0 when the
+    /// refusal is a stream reset rather than an answer.
+    static func refusedHead(
+        requestId: String, method: String, target: String, status: Int, reason: ReasonToken
+    ) -> RequestSummary {
+        RequestSummary(
+            requestId: requestId, method: method, target: target, upstream: nil, status: status, reason: reason,
+            trust: nil, durationNanoseconds: 0, aborted: status == 0)
+    }
+}
+
 /// Metrics/access-log hook, one per worker, loop-confined.
 public protocol RequestObserver: AnyObject {
     func requestFinished(_ summary: RequestSummary)
