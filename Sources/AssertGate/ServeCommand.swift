@@ -36,10 +36,15 @@ struct ServeCommand: AsyncParsableCommand {
             LogBootstrap.bootstrap(loaded.logging)
         }
         let logger = Logger(label: "assertgate")
+        // Signals are caught before the listeners open: a SIGHUP sent as soon as
+        // /healthz answers must reload, not kill the process (the default action).
+        // The stream keeps what arrives until the loop below reads it.
+        let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
         let server: GatewayServer
         do {
             server = try await GatewayServer.start(configPath: config, workers: workers, logger: logger)
         } catch {
+            signals.cancel()
             writeStderr("assertgate: \(error)\n")
             throw ExitCode(1)
         }
@@ -47,7 +52,6 @@ struct ServeCommand: AsyncParsableCommand {
             "assertgate serving",
             metadata: ["ports": "\(server.ports)", "admin": "\(server.adminPort)", "config": "\(config)"])
 
-        let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
         for await signal in signals.stream {
             if signal == SIGHUP {
                 _ = await server.reload()

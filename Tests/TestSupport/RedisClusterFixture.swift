@@ -23,9 +23,8 @@ public final class RedisClusterFixture: @unchecked Sendable {
                 let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-cluster-\(UUID().uuidString)")
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
                 directories.append(dir)
-                nodes.append(try RedisServerFixture(extraArguments: [
-                    "--cluster-enabled", "yes", "--dir", dir.path, "--cluster-node-timeout", "5000",
-                ]))
+                nodes.append(try RedisServerFixture(
+                    extraArguments: ["--dir", dir.path, "--cluster-node-timeout", "5000"], cluster: true))
             }
             let per = RedisHashSlot.count / masters
             for (i, node) in nodes.enumerated() {
@@ -33,7 +32,7 @@ public final class RedisClusterFixture: @unchecked Sendable {
                 try Self.expectOK(node.run(["CLUSTER", "ADDSLOTS"] + (i * per...end).map(String.init)), "ADDSLOTS")
             }
             for node in nodes.dropFirst() {
-                try Self.expectOK(node.run(["CLUSTER", "MEET", "127.0.0.1", String(nodes[0].port)]), "MEET")
+                try Self.meet(node, nodes[0])
             }
             ids = try nodes.map { try $0.text("CLUSTER", "MYID") }
             masterCount = masters
@@ -48,6 +47,12 @@ public final class RedisClusterFixture: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// `CLUSTER MEET` with the bus port spelled out (the nodes do not use the default).
+    private static func meet(_ node: RedisServerFixture, _ known: RedisServerFixture) throws {
+        let bus = known.clusterPort ?? known.port + 10000
+        try expectOK(node.run(["CLUSTER", "MEET", "127.0.0.1", String(known.port), String(bus)]), "MEET")
+    }
 
     public func stop() {
         for n in nodes { n.stop() }
@@ -115,12 +120,11 @@ public final class RedisClusterFixture: @unchecked Sendable {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-cluster-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         directories.append(dir)
-        let node = try RedisServerFixture(extraArguments: [
-            "--cluster-enabled", "yes", "--dir", dir.path, "--cluster-node-timeout", "5000",
-        ])
+        let node = try RedisServerFixture(
+            extraArguments: ["--dir", dir.path, "--cluster-node-timeout", "5000"], cluster: true)
         nodes.append(node)
         ids.append(try node.text("CLUSTER", "MYID"))
-        try Self.expectOK(node.run(["CLUSTER", "MEET", "127.0.0.1", String(nodes[0].port)]), "MEET")
+        try Self.meet(node, nodes[0])
         try waitUntil("the replica knows its master") {
             (try node.text("CLUSTER", "NODES")).contains(self.ids[master])
         }

@@ -55,17 +55,23 @@ public final class RedisServerFixture: @unchecked Sendable {
     public let tls: TLS?
     /// The TLS port, when started with `tls`.
     public private(set) var tlsPort: Int?
+    /// The cluster bus port, when started with `cluster`: chosen free like the
+    /// others, as Redis' default (port + 10000) may be taken or above 65535.
+    public private(set) var clusterPort: Int?
+    private let cluster: Bool
     private var pid: pid_t?
 
-    public init(port: Int? = nil, extraArguments: [String] = [], tls: TLS? = nil) throws {
+    public init(port: Int? = nil, extraArguments: [String] = [], tls: TLS? = nil, cluster: Bool = false) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.serverPath) else {
             throw FixtureError.binaryMissing(Self.serverPath)
         }
         self.extraArguments = extraArguments
         self.tls = tls
+        self.cluster = cluster
         if let port {
             self.port = port
             if tls != nil { self.tlsPort = try Self.freePort() }
+            if cluster { self.clusterPort = try Self.freePort() }
             try start()
             return
         }
@@ -75,6 +81,7 @@ public final class RedisServerFixture: @unchecked Sendable {
         while true {
             self.port = try Self.freePort()
             if tls != nil { self.tlsPort = try Self.freePort() }
+            if cluster { self.clusterPort = try Self.freePort() }
             do {
                 try start()
                 return
@@ -99,7 +106,7 @@ public final class RedisServerFixture: @unchecked Sendable {
         let args = [
             Self.serverPath, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--daemonize", "no", "--loglevel", "warning", "--logfile", "",
-        ] + tlsArguments + extraArguments
+        ] + tlsArguments + clusterArguments + extraArguments
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -153,6 +160,11 @@ public final class RedisServerFixture: @unchecked Sendable {
             "--tls-port", String(tlsPort), "--tls-cert-file", tls.certificate, "--tls-key-file", tls.privateKey,
             "--tls-ca-cert-file", tls.caCertificate, "--tls-auth-clients", tls.requireClientCertificate ? "yes" : "no",
         ]
+    }
+
+    private var clusterArguments: [String] {
+        guard cluster, let clusterPort else { return [] }
+        return ["--cluster-enabled", "yes", "--cluster-port", String(clusterPort)]
     }
 
     /// `--requirepass` from `extraArguments`, if any.
@@ -231,24 +243,11 @@ public final class RedisServerFixture: @unchecked Sendable {
         try run(args).string ?? ""
     }
 
+    /// A port free now; released at once, so another process may take it
+    /// before it is used (callers that start a server retry). For a port
+    /// that must stay dead, hold a `ReservedPort`.
     public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw FixtureError.noFreePort }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw FixtureError.noFreePort }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        guard named == 0 else { throw FixtureError.noFreePort }
-        return Int(UInt16(bigEndian: addr.sin_port))
+        try ReservedPort().port
     }
 
     private static func connected(port: Int, timeoutMicros: Int) throws -> Int32 {

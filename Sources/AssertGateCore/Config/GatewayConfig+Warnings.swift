@@ -62,9 +62,10 @@ extension GatewayConfig {
                 }
                 guard covers else { continue }
                 let laxer = strictness(later.mode) < strictness(route.mode)
-                let head = "routes[\(i)] (\(route.mode.rawValue), methods \(methods.joined(separator: ","))): "
+                let head = "routes[\(i)] (\(route.mode.rawValue), methods \(methods.sorted().joined(separator: ","))): "
                 if let laterMethods = later.match.methods {
-                    let here = laterMethods.filter { !taken.contains($0) }
+                    // Sorted: a Set's order changes from process to process, and warnings must not.
+                    let here = laterMethods.filter { !taken.contains($0) }.sorted()
                     if laxer, !here.isEmpty {
                         out.append(head + "\(here.joined(separator: ",")) requests on its paths go to routes[\(j)] (\(later.mode.rawValue))")
                     }

@@ -770,7 +770,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             "routes[0] (enforce, methods POST): requests with other methods on its paths go to routes[3] (monitor)",
             // PUT and DELETE stay enforced by routes[2]; the rest falls to /api/.
             "routes[1] (enforce, methods GET): requests with other methods on its paths go to routes[3] (monitor)",
-            "routes[2] (enforce, methods PUT,DELETE): requests with other methods on its paths go to routes[3] (monitor)",
+            "routes[2] (enforce, methods DELETE,PUT): requests with other methods on its paths go to routes[3] (monitor)",
             // GET is passed through; the others reach the strict catch-all: no line for them.
             "routes[4] (monitor, methods POST): GET requests on its paths go to routes[5] (passthrough)",
         ])

@@ -251,12 +251,14 @@ struct RedisClusterTests {
         // A dead seed before a live one is skipped.
         let cluster = try RedisClusterFixture(masters: 1)
         defer { cluster.stop() }
-        let store = makeStore(seeds: [try RedisServerFixture.freePort(), cluster.nodes[0].port], group: group)
+        let dead = try ReservedPort()
+        let store = makeStore(seeds: [dead.port, cluster.nodes[0].port], group: group)
         try await store.ping().get()
         let key = Fixtures.newKey(userId: "seeded")
         #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 1))
         try await store.shutdown().get()
         try await group.shutdownGracefully()
+        withExtendedLifetime(dead) {}
     }
 
     // MARK: helpers

@@ -85,7 +85,7 @@ extension Integration {
         }
 
         @Test func challengesAreRateLimitedPerPeer() async throws {
-            let h = try await EnforcementHarness.start(.init(challengeRate: "{perSecond: 0.5, burst: 3}"))
+            let h = try await EnforcementHarness.start(.init(challengeRate: "{perSecond: 0.01, burst: 3}"))
             let device = try h.newDevice()
             var statuses: [Int] = []
             var retryAfter: String?

@@ -19,6 +19,8 @@ final class EnforcementHarness: @unchecked Sendable {
 
     let redis: RedisServerFixture
     let upstream: TestUpstream
+    /// The `dead` upstream's port: held, so nothing answers on it.
+    private let deadPort: ReservedPort
     let server: GatewayServer
     let directory: String
     let ca: TestCA
@@ -84,7 +86,7 @@ final class EnforcementHarness: @unchecked Sendable {
             store = #"{url: "\#(redis.url)", connectTimeout: 250ms, commandTimeout: 250ms}"#
         }
         let upstream = try await TestUpstream()
-        let deadPort = try RedisServerFixture.freePort()
+        let deadPort = try ReservedPort()
         var apple: FakeAppleDataServer?
         var fraudMetric = ""
         if options.receiptRefresh {
@@ -121,7 +123,7 @@ final class EnforcementHarness: @unchecked Sendable {
             upstreams:
               legacy: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 5s}
               slow: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 300ms}
-              dead: {endpoints: [http://127.0.0.1:\(deadPort)], connectTimeout: 500ms}
+              dead: {endpoints: [http://127.0.0.1:\(deadPort.port)], connectTimeout: 500ms}
             routes:
               - {match: {prefix: /enforce/}, upstream: legacy, mode: enforce, maxBodyBytes: 1KiB}
               - {match: {prefix: /challenged/}, upstream: legacy, mode: enforce, challenge: required}
@@ -145,7 +147,7 @@ final class EnforcementHarness: @unchecked Sendable {
         let server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
         let harness = EnforcementHarness(
             redis: redis, upstream: upstream, server: server, directory: directory, ca: ca, receiptCA: receiptCA,
-            configPath: configPath, apple: apple, cluster: cluster)
+            configPath: configPath, apple: apple, cluster: cluster, deadPort: deadPort)
         // Like a load balancer: no traffic before /readyz (every worker's Redis
         // connection up); polled, bounded by a deadline.
         let deadline = Date().addingTimeInterval(10)
@@ -158,8 +160,10 @@ final class EnforcementHarness: @unchecked Sendable {
 
     private init(
         redis: RedisServerFixture, upstream: TestUpstream, server: GatewayServer, directory: String, ca: TestCA,
-        receiptCA: ReceiptCA, configPath: String, apple: FakeAppleDataServer?, cluster: RedisClusterFixture?
+        receiptCA: ReceiptCA, configPath: String, apple: FakeAppleDataServer?, cluster: RedisClusterFixture?,
+        deadPort: ReservedPort
     ) {
+        self.deadPort = deadPort
         self.apple = apple
         self.cluster = cluster
         self.redis = redis

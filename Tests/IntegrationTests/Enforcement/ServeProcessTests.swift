@@ -17,12 +17,12 @@ extension Integration {
             let dir = NSTemporaryDirectory() + "assertgate-serve-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let port = try RedisServerFixture.freePort()
-            let adminPort = try RedisServerFixture.freePort()
+            // Port 0 for both: the process binds them itself and logs what it
+            // got, so no port chosen here can be taken before it binds.
             func config(mode: String) -> String {
                 """
-                listeners: [{address: 127.0.0.1:\(port)}]
-                admin: {address: 127.0.0.1:\(adminPort)}
+                listeners: [{address: 127.0.0.1:0}]
+                admin: {address: 127.0.0.1:0}
                 apps: [{appId: ABCDE12345.com.example.app, environments: [development]}]
                 store: {memory: {}}
                 upstreams: {legacy: {endpoints: [http://127.0.0.1:\(upstream.port)]}}
@@ -39,11 +39,9 @@ extension Integration {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = ["serve", "--config", configPath, "--workers", "1", "--drain-seconds", "10"]
-            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: { () -> String in
-                let p = dir + "/gw.log"
-                _ = FileManager.default.createFile(atPath: p, contents: nil)
-                return p
-            }()))
+            let logPath = dir + "/gw.log"
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
             process.standardError = log
             process.standardOutput = log
             let exited = AsyncStream.makeStream(of: Int32.self)
@@ -51,9 +49,15 @@ extension Integration {
             try process.run()
             defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
-            let base = "http://127.0.0.1:\(port)"
             // Waiting for an external process to listen, bounded by a deadline.
-            #expect(try await poll { try await Run.tool("curl", ["-sf", "http://127.0.0.1:\(adminPort)/healthz"]).status == 0 })
+            var bound: (port: Int, admin: Int)?
+            #expect(try await poll {
+                bound = Self.servingPorts(logPath)
+                return bound != nil
+            })
+            let (port, adminPort) = try #require(bound)
+            let base = "http://127.0.0.1:\(port)"
+            #expect(try await Run.tool("curl", ["-sf", "http://127.0.0.1:\(adminPort)/healthz"]).status == 0)
 
             func trust() async throws -> String {
                 _ = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(base)/open/x"])
@@ -70,7 +74,7 @@ extension Integration {
             try "routes: [oops".write(toFile: configPath, atomically: true, encoding: .utf8)
             kill(process.processIdentifier, SIGHUP)
             #expect(try await poll {
-                (try? String(contentsOfFile: dir + "/gw.log", encoding: .utf8))?.contains("reload refused") == true
+                (try? String(contentsOfFile: logPath, encoding: .utf8))?.contains("reload refused") == true
             })
             #expect(try await trust() == "missing")
 
@@ -90,6 +94,19 @@ extension Integration {
             let refused = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(base)/open/x"])
             #expect(refused.status != 0)
             try await upstream.stop()
+        }
+
+        /// The data and admin ports from the `assertgate serving` line of a JSON log.
+        private static func servingPorts(_ logPath: String) -> (port: Int, admin: Int)? {
+            guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else { return nil }
+            for line in text.split(separator: "\n") where line.contains("assertgate serving") {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    let ports = object["ports"] as? String, let admin = (object["admin"] as? String).flatMap({ Int($0) }),
+                    let port = Int(ports.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+                else { return nil }
+                return (port, admin)
+            }
+            return nil
         }
 
         /// Polls a condition on an external process with a 10 s deadline.
