@@ -600,7 +600,10 @@ struct ConfigSectionParser {
     func resolveIdleTimeouts(
         _ listeners: inout [ListenerConfig], upstreams: [String: UpstreamConfig], top: ConfigReader.MappingView
     ) {
-        let slowest = upstreams.max { $0.value.responseTimeout < $1.value.responseTimeout }
+        // Ties go to the first name, so the error names the same upstream every run.
+        let slowest = upstreams.max {
+            ($0.value.responseTimeout, $1.key) < ($1.value.responseTimeout, $0.key)
+        }
         for i in listeners.indices {
             guard let slowest else {
                 if listeners[i].idleTimeout == nil { listeners[i].idleTimeout = ListenerConfig.defaultIdleTimeout }

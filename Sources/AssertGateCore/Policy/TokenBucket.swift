@@ -50,7 +50,7 @@ public struct TokenBucket: Sendable {
 
 /// Per-peer-address token buckets. The table
 /// is bounded: full buckets are dropped in a sweep once it grows past
-/// `maxPeers`, and if every bucket is still busy the oldest half goes, so a
+/// `maxPeers`, and if every bucket is still busy half of them go, so a
 /// flood of spoofed addresses cannot grow memory without bound.
 public struct PeerRateLimiter: Sendable {
     private var buckets: [String: TokenBucket] = [:]

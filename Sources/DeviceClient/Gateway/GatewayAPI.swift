@@ -40,7 +40,7 @@ public struct GatewayAPI: Sendable {
     /// POST {prefix}/challenge; returns the b64url challenge.
     public func challenge(keyId: [UInt8], purpose: Purpose) async throws -> String {
         let route = "\(prefix)/challenge"
-        let body = try JSONSerialization.data(withJSONObject: ["keyId": Base64Text.standard(keyId), "purpose": purpose.rawValue])
+        let body = try JSONSerialization.data(withJSONObject: ["keyId": Base64Text.standard(keyId), "purpose": purpose.rawValue], options: [.sortedKeys])
         let response = try await postJSON(route, body: [UInt8](body))
         guard response.status == 200 else {
             throw APIError.unexpectedStatus(route: route, status: response.status, body: response.bodyText)

@@ -95,6 +95,14 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             of: "listeners: [{address: 127.0.0.1:8080}]",
             with: "listeners: [{address: 127.0.0.1:8080, handshakeTimeout: 0s}]"))
         #expect(zero.contains { $0.contains("listeners[0].handshakeTimeout: must be greater than 0") }, "\(zero)")
+        // Upstreams tied for the slowest: the error names the first by name, in
+        // every process (the upstreams are a dictionary, whose order is not).
+        let tied = errors(minimalYAML
+            .replacingOccurrences(of: "listeners: [{address: 127.0.0.1:8080}]", with: "listeners: [{address: 127.0.0.1:8080, idleTimeout: 30s}]")
+            .replacingOccurrences(
+                of: "upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}",
+                with: "upstreams: {zeta: {endpoints: [http://127.0.0.1:9002]}, api: {endpoints: [http://127.0.0.1:9001]}, mid: {endpoints: [http://127.0.0.1:9003]}}"))
+        #expect(tied.count == 1 && tied.first?.contains("upstreams.api.responseTimeout") == true, "\(tied)")
     }
 
     @Test func appEnvironmentsDefaultToProduction() throws {
