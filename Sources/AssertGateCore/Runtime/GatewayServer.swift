@@ -25,6 +25,9 @@ public final class GatewayServer: Sendable {
     private let logger: Logger
     private let reloading = NIOLockedValueBox(false)
 
+    /// The loops the workers serve requests on, one per worker.
+    public var workerEventLoops: [any EventLoop] { Array(group.makeIterator()) }
+
     public struct StartError: Error, CustomStringConvertible {
         public var description: String
     }

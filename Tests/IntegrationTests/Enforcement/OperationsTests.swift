@@ -94,6 +94,43 @@ extension Integration {
             try await h.stop()
         }
 
+        /// Two reloads at once: one runs, the other is refused at once (not
+        /// queued), and the running configuration is swapped exactly once.
+        @Test func aReloadWhileAnotherRunsIsRefused() async throws {
+            let h = try await EnforcementHarness.start()
+            // Every worker loop held: a reload waits there to swap its snapshot,
+            // so whichever of the two takes the reload first is still running
+            // when the other arrives.
+            let loops = h.server.workerEventLoops
+            let release = DispatchSemaphore(value: 0)
+            for loop in loops { loop.execute { release.wait() } }
+            // nil: the deadline, so a reload that waits instead of refusing fails the test, not hangs it.
+            await withTaskGroup(of: Result<Void, AdminReloadError>?.self) { group in
+                group.addTask { await h.server.reload() }
+                group.addTask { await h.server.reload() }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(10))
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                for _ in loops { release.signal() }
+                var second: Result<Void, AdminReloadError>?
+                while second == nil, let next = await group.next() { second = next }
+                group.cancelAll()
+                guard case .failure(let refused) = first else {
+                    Issue.record("no reload was refused while the other ran: \(String(describing: first))")
+                    return
+                }
+                #expect(refused.message == "another reload is in progress; try again")
+                if case .failure(let e) = second { Issue.record("the running reload failed: \(e.message)") }
+                if second == nil { Issue.record("the running reload did not finish") }
+            }
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
+            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="success"} 1"#))
+            #expect(!metrics.body.contains(#"assertgate_config_reloads_total{result="failure"} 1"#))
+            try await h.stop()
+        }
+
         @Test func everyReasonOfTheRunIsCountedInMetrics() async throws {
             let h = try await EnforcementHarness.start()
             let device = try h.newDevice()
