@@ -73,7 +73,7 @@ struct HTTP2ClientTests {
         defer { server.stop() }
         let connection = try await HTTP2Connection.connect(host: "127.0.0.1", port: server.port, eventLoop: group.next()).get()
         let futures = (0..<150).map { i in
-            connection.execute(request("GET", "/c/\(i)?delay=200", port: server.port))
+            connection.execute(request("GET", "/c/\(i)?delay=1000", port: server.port))
         }
         var paths = Set<String>()
         for future in futures {
@@ -83,7 +83,8 @@ struct HTTP2ClientTests {
         #expect(paths.count == 150)
         let s = try await stats(connection, port: server.port)
         #expect(s.connections == 1)
-        // All were held 200 ms by the server, so they were open together.
+        // All were held 1 s by the server, so they were open together (1 s: a stall
+        // of the client or the Python server while sending cannot spread them apart).
         #expect(s.maxConcurrent > 100)
         try await connection.close().get()
     }
