@@ -38,7 +38,8 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "assertgate")
         // Signals are caught before the listeners open: a SIGHUP sent as soon as
         // /healthz answers must reload, not kill the process (the default action).
-        // The stream keeps what arrives until the loop below reads it.
+        // The stream keeps what arrives until the loop below reads it; a SIGTERM
+        // during start (every step of which is time-bounded) is acted on after it.
         let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
         let server: GatewayServer
         do {

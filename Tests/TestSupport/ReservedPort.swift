@@ -14,7 +14,8 @@ public final class ReservedPort: @unchecked Sendable {
     private let fd: Int32
 
     public init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // CLOEXEC: servers the tests spawn must not inherit (and keep) the port.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw RedisServerFixture.FixtureError.noFreePort }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)

@@ -252,13 +252,13 @@ struct RedisClusterTests {
         let cluster = try RedisClusterFixture(masters: 1)
         defer { cluster.stop() }
         let dead = try ReservedPort()
+        defer { withExtendedLifetime(dead) {} }
         let store = makeStore(seeds: [dead.port, cluster.nodes[0].port], group: group)
         try await store.ping().get()
         let key = Fixtures.newKey(userId: "seeded")
         #expect(try await Fixtures.register(key, in: store) == .registered(userKeyCount: 1))
         try await store.shutdown().get()
         try await group.shutdownGracefully()
-        withExtendedLifetime(dead) {}
     }
 
     // MARK: helpers
