@@ -196,7 +196,8 @@ public final class Gateway: Sendable {
         for (_, box) in workers {
             try? await box.eventLoop.submit { box.value.snapshot = snapshot }.get()
         }
-        logger.info("configuration reloaded")
+        // GatewayServer logs the reload once, with the file; this is the swap itself.
+        logger.debug("routing snapshot swapped", metadata: ["workers": "\(workers.count)"])
     }
 
     /// Stops accepting, sends GOAWAY / `Connection: close`, waits for in-flight
