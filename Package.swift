@@ -114,6 +114,7 @@ let package = Package(
             name: "AssertGateTests",
             dependencies: [
                 "AssertGateCore", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

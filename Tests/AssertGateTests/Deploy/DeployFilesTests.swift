@@ -1,0 +1,98 @@
+import AssertGateCore
+import Foundation
+import Testing
+import Yams
+
+/// No container engine runs here, so the container files cannot be started.
+/// What can drift between them is checked instead: the config the compose
+/// file mounts must load with the environment compose gives it, and its
+/// ports, Redis host and path must be the ones compose and the Containerfile use.
+@Suite struct DeployFilesTests {
+    static let deploy = PackagePaths.root + "/deploy"
+
+    /// `services.assertgate` of compose.yaml, and the names of every service.
+    struct ComposeService {
+        var ports: [String]
+        var environment: [String: String]
+        var volumes: [String]
+        var serviceNames: Set<String>
+    }
+
+    static func compose() throws -> ComposeService {
+        let text = try String(contentsOfFile: deploy + "/compose.yaml", encoding: .utf8)
+        let root = try #require(try Yams.load(yaml: text) as? [String: Any])
+        let services = try #require(root["services"] as? [String: Any])
+        let gateway = try #require(services["assertgate"] as? [String: Any])
+        return ComposeService(
+            ports: gateway["ports"] as? [String] ?? [],
+            environment: gateway["environment"] as? [String: String] ?? [:],
+            volumes: gateway["volumes"] as? [String] ?? [],
+            serviceNames: Set(services.keys))
+    }
+
+    static let configPath = deploy + "/compose-config/assertgate.yaml"
+
+    /// The config as the container sees it: every variable compose sets, with a value.
+    static func loadConfig(_ compose: ComposeService) throws -> GatewayConfig {
+        var environment: [String: String] = [:]
+        for name in compose.environment.keys { environment[name] = "a-value-long-enough-for-any-secret-check" }
+        return try ConfigLoader(environment: environment).load(path: configPath)
+    }
+
+    @Test func theMountedConfigLoadsWithTheEnvironmentComposeGives() throws {
+        let compose = try Self.compose()
+        let config = try Self.loadConfig(compose)
+        // Every {env: NAME} the file reads is one compose sets (else serve refuses to start).
+        let text = try String(contentsOfFile: Self.configPath, encoding: .utf8)
+        let regex = try NSRegularExpression(pattern: #"\{env: *([A-Za-z_][A-Za-z0-9_]*)\}"#)
+        let names = regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap {
+            Range($0.range(at: 1), in: text).map { String(text[$0]) }
+        }
+        #expect(!names.isEmpty)
+        for name in names { #expect(compose.environment[name] != nil, "compose.yaml does not set \(name)") }
+        // Compose must not start the gateway with an empty secret: `${NAME:?message}`.
+        for (name, value) in compose.environment { #expect(value.hasPrefix("${\(name):?"), "\(name): \(value)") }
+        // The admin listener is on 0.0.0.0 inside the container; that is the only warning.
+        #expect(config.warnings == [
+            "admin.address 0.0.0.0:9901 is not loopback: /metrics and /readyz are exposed without a token"
+        ])
+        #expect(config.admin.token != nil && config.trust.signingSecret != nil)
+    }
+
+    @Test func redisIsTheComposeServiceAndEveryPortIsPublished() throws {
+        let compose = try Self.compose()
+        let config = try Self.loadConfig(compose)
+        guard case .redis(let redis) = config.store else {
+            Issue.record("the compose config does not use Redis")
+            return
+        }
+        let url = try RedisURL(parsing: redis.url)
+        #expect(compose.serviceNames.contains(url.host), "store host \(url.host) is not a compose service")
+
+        // "HOST:CONTAINER" or "IP:HOST:CONTAINER": the container side is the last part.
+        let published = Set(compose.ports.compactMap { $0.split(separator: ":").last.flatMap { Int($0) } })
+        let containerfile = try String(contentsOfFile: Self.deploy + "/Containerfile", encoding: .utf8)
+        let exposed = Set(containerfile.split(separator: "\n").filter { $0.hasPrefix("EXPOSE ") }
+            .flatMap { $0.split(separator: " ").dropFirst().compactMap { Int($0) } })
+        for port in config.listeners.map(\.address.port) + [config.admin.address.port] {
+            #expect(published.contains(port), "port \(port) is not published by compose.yaml")
+            #expect(exposed.contains(port), "port \(port) is not EXPOSEd by the Containerfile")
+        }
+        // The admin API must not reach beyond the host.
+        let admin = try #require(compose.ports.first { $0.hasSuffix(":\(config.admin.address.port)") })
+        #expect(admin.hasPrefix("127.0.0.1:"))
+    }
+
+    @Test func theImageReadsTheConfigComposeMounts() throws {
+        let compose = try Self.compose()
+        let containerfile = try String(contentsOfFile: Self.deploy + "/Containerfile", encoding: .utf8)
+        let cmd = try #require(containerfile.split(separator: "\n").first { $0.hasPrefix("CMD ") })
+        let mount = try #require(compose.volumes.first { $0.hasPrefix("./compose-config:") })
+        let parts = mount.split(separator: ":")
+        #expect(parts.count >= 2)
+        let target = String(parts[1])
+        #expect(cmd.contains("\"\(target)/assertgate.yaml\""), "\(cmd) vs mount \(target)")
+        // The mounted directory is the one holding the config (paths relative to deploy/).
+        #expect(FileManager.default.fileExists(atPath: Self.deploy + "/compose-config/assertgate.yaml"))
+    }
+}
