@@ -92,6 +92,11 @@ import Yams
         #expect(parts.count >= 2)
         let target = String(parts[1])
         #expect(cmd.contains("\"\(target)/assertgate.yaml\""), "\(cmd) vs mount \(target)")
+        // SwiftPM loads every target's directory, the test targets' too, before it
+        // builds any product: the build stage needs each top-level one a target uses.
+        let copied = Set(containerfile.split(separator: "\n").filter { $0.hasPrefix("COPY ") && !$0.contains("--from") }
+            .compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })
+        #expect(copied.isSuperset(of: ["Package.swift", "Sources", "Tests"]), "\(copied)")
         // The mounted directory is the one holding the config (paths relative to deploy/).
         #expect(FileManager.default.fileExists(atPath: Self.deploy + "/compose-config/assertgate.yaml"))
     }
