@@ -100,4 +100,32 @@ import Yams
         // The mounted directory is the one holding the config (paths relative to deploy/).
         #expect(FileManager.default.fileExists(atPath: Self.deploy + "/compose-config/assertgate.yaml"))
     }
+
+    /// The systemd unit, linted by systemd itself (`systemd-analyze verify`
+    /// prints every directive it cannot parse), with the binary path pointed at
+    /// the one just built; and the config path it uses is the one the example
+    /// config tells operators to install.
+    @Test func theSystemdUnitVerifiesAndNamesTheInstalledConfig() throws {
+        let analyze = "/usr/bin/systemd-analyze"
+        guard FileManager.default.isExecutableFile(atPath: analyze) else {
+            Issue.record("\(analyze) not found: install systemd (.ci/run does)")
+            return
+        }
+        let unit = try String(contentsOfFile: Self.deploy + "/assertgate.service", encoding: .utf8)
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let local = unit.replacingOccurrences(of: "/usr/local/bin/assertgate", with: try CheckConfigCommandTests.binary())
+        let path = try dir.write("assertgate.service", local)
+        let result = try Subprocess.run(analyze, ["verify", path])
+        #expect(result.status == 0 && result.stdout.isEmpty && result.stderr.isEmpty, "\(result.stdout)\(result.stderr)")
+
+        let lines = unit.split(separator: "\n")
+        let start = try #require(lines.first { $0.hasPrefix("ExecStart=") })
+        let check = try #require(lines.first { $0.hasPrefix("ExecStartPre=") })
+        let config = try #require(start.split(separator: " ").last.map(String.init))
+        #expect(check.hasSuffix(" check-config " + config))
+        #expect(lines.contains("ExecReload=/bin/kill -HUP $MAINPID"))
+        let production = try String(contentsOfFile: Self.deploy + "/production.yaml", encoding: .utf8)
+        #expect(production.contains("Install as \(config);"), "production.yaml names another install path than \(config)")
+    }
 }
