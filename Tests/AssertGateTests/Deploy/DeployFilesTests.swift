@@ -23,11 +23,35 @@ import Yams
         let root = try #require(try Yams.load(yaml: text) as? [String: Any])
         let services = try #require(root["services"] as? [String: Any])
         let gateway = try #require(services["assertgate"] as? [String: Any])
+        // Compose allows several spellings; each is read into one form, so a
+        // change of spelling cannot pass for a missing port or variable.
+        var environment: [String: String] = [:]
+        if let map = gateway["environment"] as? [String: Any] {
+            for (name, value) in map { environment[name] = "\(value)" }
+        } else if let list = gateway["environment"] as? [Any] {
+            for item in list.map({ "\($0)" }) {
+                let parts = item.split(separator: "=", maxSplits: 1)
+                environment[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+            }
+        }
+        let ports = (gateway["ports"] as? [Any] ?? []).map { item -> String in
+            if let long = item as? [String: Any] {  // {target: 8080, published: 8080, host_ip: ...}
+                let host = long["host_ip"].map { "\($0):" } ?? ""
+                return host + "\(long["published"] ?? ""):\(long["target"] ?? "")"
+            }
+            return "\(item)"
+        }
         return ComposeService(
-            ports: gateway["ports"] as? [String] ?? [],
-            environment: gateway["environment"] as? [String: String] ?? [:],
-            volumes: gateway["volumes"] as? [String] ?? [],
+            ports: ports,
+            environment: environment,
+            volumes: (gateway["volumes"] as? [Any] ?? []).map { "\($0)" },
             serviceNames: Set(services.keys))
+    }
+
+    /// The container side of a port mapping ("8080", "8080:8080", "127.0.0.1:9901:9901/tcp").
+    static func containerPort(_ mapping: String) -> Int? {
+        let bare = mapping.split(separator: "/").first.map(String.init) ?? mapping
+        return bare.split(separator: ":").last.flatMap { Int($0) }
     }
 
     static let configPath = deploy + "/compose-config/assertgate.yaml"
@@ -51,7 +75,10 @@ import Yams
         #expect(!names.isEmpty)
         for name in names { #expect(compose.environment[name] != nil, "compose.yaml does not set \(name)") }
         // Compose must not start the gateway with an empty secret: `${NAME:?message}`.
-        for (name, value) in compose.environment { #expect(value.hasPrefix("${\(name):?"), "\(name): \(value)") }
+        for name in names {
+            let value = compose.environment[name] ?? ""
+            #expect(value.hasPrefix("${\(name):?"), "\(name): \(value)")
+        }
         // The admin listener is on 0.0.0.0 inside the container; that is the only warning.
         #expect(config.warnings == [
             "admin.address 0.0.0.0:9901 is not loopback: /metrics and /readyz are exposed without a token"
@@ -69,8 +96,7 @@ import Yams
         let url = try RedisURL(parsing: redis.url)
         #expect(compose.serviceNames.contains(url.host), "store host \(url.host) is not a compose service")
 
-        // "HOST:CONTAINER" or "IP:HOST:CONTAINER": the container side is the last part.
-        let published = Set(compose.ports.compactMap { $0.split(separator: ":").last.flatMap { Int($0) } })
+        let published = Set(compose.ports.compactMap(Self.containerPort))
         let containerfile = try String(contentsOfFile: Self.deploy + "/Containerfile", encoding: .utf8)
         let exposed = Set(containerfile.split(separator: "\n").filter { $0.hasPrefix("EXPOSE ") }
             .flatMap { $0.split(separator: " ").dropFirst().compactMap { Int($0) } })
@@ -78,9 +104,10 @@ import Yams
             #expect(published.contains(port), "port \(port) is not published by compose.yaml")
             #expect(exposed.contains(port), "port \(port) is not EXPOSEd by the Containerfile")
         }
-        // The admin API must not reach beyond the host.
-        let admin = try #require(compose.ports.first { $0.hasSuffix(":\(config.admin.address.port)") })
-        #expect(admin.hasPrefix("127.0.0.1:"))
+        // The admin API must not reach beyond the host: every mapping of its port is on loopback.
+        let adminMappings = compose.ports.filter { Self.containerPort($0) == config.admin.address.port }
+        #expect(!adminMappings.isEmpty)
+        for mapping in adminMappings { #expect(mapping.hasPrefix("127.0.0.1:"), "\(mapping)") }
     }
 
     @Test func theImageReadsTheConfigComposeMounts() throws {
@@ -89,7 +116,7 @@ import Yams
         let cmd = try #require(containerfile.split(separator: "\n").first { $0.hasPrefix("CMD ") })
         let mount = try #require(compose.volumes.first { $0.hasPrefix("./compose-config:") })
         let parts = mount.split(separator: ":")
-        #expect(parts.count >= 2)
+        try #require(parts.count >= 2, "\(mount)")
         let target = String(parts[1])
         #expect(cmd.contains("\"\(target)/assertgate.yaml\""), "\(cmd) vs mount \(target)")
         // SwiftPM loads every target's directory, the test targets' too, before it
