@@ -100,7 +100,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "DeviceClientTests",
-            dependencies: ["DeviceClient", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["DeviceClient", "AssertGateTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             exclude: ["Support/h2_test_server.py", "Support/h1_test_server.py"],
             swiftSettings: strict),
         .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),

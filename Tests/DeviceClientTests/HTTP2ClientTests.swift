@@ -1,7 +1,5 @@
+import AssertGateTestSupport
 import DeviceClient
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import NIOCore
 import NIOPosix
@@ -173,25 +171,11 @@ struct HTTP2ClientTests {
     }
 
     @Test func connectFailsClearlyWhenNothingListens() async throws {
-        // A port bound but not listening: connecting is refused, and nobody
-        // else can take the port while the test runs.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        #expect(bound == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        let port = Int(UInt16(bigEndian: address.sin_port))
-        #expect(port > 0)
+        // Bound but not listening: connecting is refused, and nobody else can
+        // take the port while the test runs.
+        let dead = try ReservedPort()
+        defer { withExtendedLifetime(dead) {} }
+        let port = dead.port
         await #expect(throws: (any Error).self) {
             _ = try await HTTP2Connection.connect(host: "127.0.0.1", port: port, eventLoop: group.next()).get()
         }
