@@ -329,6 +329,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private func respond(status: Int, headers: HTTPHeaders, body: ByteBuffer) {
         responseStarted = true
         sentStatus = status
+        responseFinished = true
+        report()
         let isHead = request.method == "HEAD"
         if body.readableBytes == 0 || isHead {
             sink.sendResponseHead(status: status, headers: headers, endStream: true)
@@ -337,7 +339,6 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             sink.sendResponseBody(body)
             sink.sendResponseEnd()
         }
-        responseFinished = true
         finish()
     }
 
@@ -363,7 +364,18 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         if case .answered = state {} else { state = .done }
         // Anything still queued is dropped.
         pendingBody.removeAll()
+        report()
         sink.pipelineFinished()
+    }
+
+    private var reported = false
+    /// Counts and logs the request, once. A complete response is reported
+    /// before its last bytes are handed to the front end: HTTP/1.1 writes them
+    /// at once, so a client holding its answer then also finds it in
+    /// `/metrics` and the log, as it does on HTTP/2 (nghttp2 sends later).
+    private func report() {
+        guard !reported else { return }
+        reported = true
         if let observer = worker.observer {
             let elapsed = startedAt.map { (NIODeadline.now() - $0).nanoseconds } ?? 0
             observer.requestFinished(
@@ -444,6 +456,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         guard case .forwarding = state else { return }
         state = .done
         responseFinished = true
+        report()
         if !clientGone { sink.sendResponseEnd() }
         finish()
     }

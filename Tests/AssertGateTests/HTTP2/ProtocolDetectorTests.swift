@@ -11,6 +11,22 @@ final class RecordingObserver: RequestObserver {
     func requestFinished(_ summary: RequestSummary) { summaries.append(summary) }
 }
 
+/// Notes how many response bytes had already left when a request was reported.
+final class OutboundAtReportObserver: RequestObserver {
+    let channel: EmbeddedChannel
+    var bytesOutAtReport: [Int] = []
+    var drained = ByteBuffer()
+    init(channel: EmbeddedChannel) { self.channel = channel }
+    func requestFinished(_ summary: RequestSummary) {
+        var n = 0
+        while var b = try? channel.readOutbound(as: ByteBuffer.self) {
+            n += b.readableBytes
+            drained.writeBuffer(&b)
+        }
+        bytesOutAtReport.append(n)
+    }
+}
+
 @Suite struct ProtocolDetectorTests {
     private func setup(_ mode: ProtocolDetector.Mode) throws -> (EmbeddedChannel, Worker, RecordingObserver) {
         let channel = EmbeddedChannel()
@@ -46,6 +62,19 @@ final class RecordingObserver: RequestObserver {
         #expect(observer.summaries.first?.status == 404)
         #expect(observer.summaries.first?.reason == .noRoute)
         #expect(observer.summaries.first?.requestId == "abc")
+    }
+
+    /// An HTTP/1.1 answer leaves at once; the request must be counted and
+    /// logged before, so a client holding its answer finds it in `/metrics`.
+    @Test func http1RequestsAreReportedBeforeTheirAnswerLeaves() throws {
+        let (channel, worker, _) = try setup(.detect)
+        let observer = OutboundAtReportObserver(channel: channel)
+        worker.observer = observer
+        try channel.writeInbound(ByteBuffer(string: "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"))
+        var out = observer.drained
+        out.writeString(try output(channel))
+        #expect(String(decoding: out.readableBytesView, as: UTF8.self).hasPrefix("HTTP/1.1 404 Not Found\r\n"))
+        #expect(observer.bytesOutAtReport == [0])
     }
 
     @Test func prefaceInPiecesGoesToHTTP2() throws {
