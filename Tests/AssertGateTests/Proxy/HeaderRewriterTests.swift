@@ -16,6 +16,27 @@ import Testing
         return r
     }
 
+    /// Requests (Strings, any case) and upstream responses (lower-case bytes)
+    /// are classified by two functions; they must drop the same fields.
+    @Test func bothHopByHopClassifiersAgree() {
+        let names = [
+            "te", "trailer", "upgrade", "connection", "keep-alive", "transfer-encoding", "proxy-", "proxy-authorization",
+            "proxy-connection", "proxy-authenticate-extra-long-name", "content-length", "x-request-id", "tE",
+            "Trailer", "UPGRADE", "Connection", "Keep-Alive", "Transfer-Encoding", "Proxy-Authorization",
+            "PROXY-CONNECTION", "t", "tes", "trailers", "upgrades", "connections", "keep-alivex", "transfer-encodings",
+            "proxy", "xproxy-a", "accept", "host", "content-type", "x-proxy-id", "", "te ", "te\u{0}",
+        ]
+        for name in names {
+            let lowered = ArraySlice(name.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 })
+            let dropsResponseField: Bool
+            switch HopByHop.classify(lowered) {
+            case .connection, .transferEncoding, .hopByHop: dropsResponseField = true
+            case .contentLength, .requestId, .other: dropsResponseField = false
+            }
+            #expect(HeaderRewriter.isHopByHop(name) == dropsResponseField, "\(name)")
+        }
+    }
+
     @Test func trustPrefixIsStrippedInAnyCase() {
         var h = HTTPHeaders([
             ("X-AssertGate-Trust", "verified"), ("x-assertgate-user", "m"), ("X-ASSERTGATE-KEY-ID", "k"),
