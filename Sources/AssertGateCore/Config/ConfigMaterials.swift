@@ -13,6 +13,7 @@ public enum ConfigMaterials {
             do { _ = try RedisClientConfiguration(redis) } catch { out.append("store.redis: \(error)") }
         }
         do { _ = try EnforcementContext(config: config) } catch { out.append("\(error)") }
+        do { _ = try UpstreamTLSContexts(config: config) } catch { out.append("\(error)") }
         if let fraud = config.fraudMetric {
             do {
                 _ = try TLSClientContext(caFile: fraud.caFile, certificatePath: nil, privateKeyPath: nil)

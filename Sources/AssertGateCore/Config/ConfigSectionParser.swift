@@ -81,6 +81,28 @@ struct ConfigSectionParser {
         }
     }
 
+    /// An outbound connection's `tls` mapping: `caFile`, a client
+    /// `certificate` with its `privateKey`, `serverName`.
+    func clientTLS(_ node: Node, path: String) -> ClientTLSConfig? {
+        guard let tv = reader.mapping(node, path: path, allowed: ["caFile", "certificate", "privateKey", "serverName"])
+        else { return nil }
+        var tls = ClientTLSConfig()
+        tls.caFile = pemFile(tv, "caFile", label: "CERTIFICATE", required: false)
+        tls.certificate = pemFile(tv, "certificate", label: "CERTIFICATE", required: false)
+        tls.privateKey = pemFile(tv, "privateKey", label: "PRIVATE KEY", required: false)
+        if (tv["certificate"] == nil) != (tv["privateKey"] == nil) {
+            reader.error(tv.line, "\(path): give both 'certificate' and 'privateKey' (a client certificate), or neither")
+        }
+        if let name = reader.string(tv, "serverName"), let nnode = tv["serverName"] {
+            if name.isEmpty || name.utf8.count > 253 || name.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "/") }) {
+                reader.error(at: nnode, "\(path).serverName: '\(name)' is not a host name or IP address")
+            } else {
+                tls.serverName = name
+            }
+        }
+        return tls
+    }
+
     func pemFile(_ view: ConfigReader.MappingView, _ key: String, label: String, required: Bool = true) -> String? {
         guard let path = reader.string(view, key, required: required), let node = view[key] else { return nil }
         let resolved = ConfigFiles.resolve(path, base: baseDirectory)
@@ -312,23 +334,7 @@ struct ConfigSectionParser {
             }
             parsedURL = parseClusterSeeds(cnode, into: &redis)
         }
-        if let tnode = rv["tls"],
-            let tv = reader.mapping(tnode, path: "store.redis.tls", allowed: ["caFile", "certificate", "privateKey", "serverName"])
-        {
-            var tls = RedisTLSConfig()
-            tls.caFile = pemFile(tv, "caFile", label: "CERTIFICATE", required: false)
-            tls.certificate = pemFile(tv, "certificate", label: "CERTIFICATE", required: false)
-            tls.privateKey = pemFile(tv, "privateKey", label: "PRIVATE KEY", required: false)
-            if (tv["certificate"] == nil) != (tv["privateKey"] == nil) {
-                reader.error(tv.line, "store.redis.tls: give both 'certificate' and 'privateKey' (a client certificate), or neither")
-            }
-            if let name = reader.string(tv, "serverName"), let nnode = tv["serverName"] {
-                if name.isEmpty || name.utf8.count > 253 || name.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "/") }) {
-                    reader.error(at: nnode, "store.redis.tls.serverName: '\(name)' is not a host name or IP address")
-                } else {
-                    tls.serverName = name
-                }
-            }
+        if let tnode = rv["tls"], let tls = clientTLS(tnode, path: "store.redis.tls") {
             if let parsedURL, !parsedURL.tls {
                 reader.error(at: tnode, "store.redis.tls: only with a rediss:// url (the connection would not use TLS)")
             }
@@ -389,7 +395,7 @@ struct ConfigSectionParser {
     // MARK: upstreams, routes
 
     static let upstreamKeys: Set<String> = [
-        "endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint",
+        "endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint", "tls",
     ]
 
     func parseUpstreams(_ top: ConfigReader.MappingView) -> [String: UpstreamConfig]? {
@@ -424,7 +430,18 @@ struct ConfigSectionParser {
                     }
                 }
             }
+            // One upstream, one transport: a mix would send some requests in
+            // cleartext and some not, depending on the round robin.
+            if Set(endpoints.map(\.tls)).count > 1, let enode = view["endpoints"] {
+                reader.error(at: enode, "\(path).endpoints: mixes http:// and https:// endpoints; use one scheme per upstream")
+            }
             var u = UpstreamConfig(endpoints: endpoints)
+            if let tnode = view["tls"], let tls = clientTLS(tnode, path: "\(path).tls") {
+                if !endpoints.isEmpty, !endpoints.contains(where: \.tls) {
+                    reader.error(at: tnode, "\(path).tls: only with https:// endpoints (the connections would not use TLS)")
+                }
+                u.tls = tls
+            }
             if let t = reader.duration(view, "connectTimeout") { u.connectTimeout = t }
             if let t = reader.duration(view, "responseTimeout") { u.responseTimeout = t }
             if let t = reader.duration(view, "idleTimeout") { u.idleTimeout = t }

@@ -38,7 +38,7 @@ public enum ConfigSummary {
             out.append("store: redis \(target), connectTimeout \(DurationParser.format(r.connectTimeout)), "
                 + "commandTimeout \(DurationParser.format(r.commandTimeout)), connectionsPerWorker \(r.connectionsPerWorker)")
             if r.endpoint?.tls == true {
-                let tls = r.tls ?? RedisTLSConfig()
+                let tls = r.tls ?? ClientTLSConfig()
                 out.append("  tls: server verified against \(tls.caFile ?? "the system trust store") as "
                     + "'\(tls.serverName ?? r.endpoint?.host ?? "")', client certificate \(tls.certificate ?? "none")")
             }
@@ -48,6 +48,11 @@ public enum ConfigSummary {
         for name in config.upstreams.keys.sorted() {
             guard let u = config.upstreams[name] else { continue }
             out.append("  \(name): \(u.endpoints.map(\.description).joined(separator: ", "))")
+            if let first = u.endpoints.first, first.tls {
+                let tls = u.tls ?? ClientTLSConfig()
+                out.append("    tls: server verified against \(tls.caFile ?? "the system trust store") as "
+                    + "\(tls.serverName.map { "'\($0)'" } ?? "each endpoint's host"), client certificate \(tls.certificate ?? "none")")
+            }
             out.append("    connectTimeout \(DurationParser.format(u.connectTimeout)), responseTimeout \(DurationParser.format(u.responseTimeout)), "
                 + "idleTimeout \(DurationParser.format(u.idleTimeout)), maxConnectionsPerEndpoint \(u.maxConnectionsPerEndpoint)")
         }

@@ -109,29 +109,32 @@ enum ConfigSyntax {
         return nil
     }
 
-    /// `http://host[:port][/]` (only cleartext upstreams for now).
+    /// `http://host[:port][/]` or `https://host[:port][/]` (HTTP/1.1 over TLS).
     static func upstreamEndpoint(_ text: String) -> Result<UpstreamEndpoint, ValueParseError> {
+        let tls: Bool
         if text.hasPrefix("https://") {
-            return .failure(ValueParseError("'\(text)': only http:// upstreams are supported for now"))
+            tls = true
+        } else if text.hasPrefix("http://") {
+            tls = false
+        } else {
+            return .failure(ValueParseError("'\(text)' must be an http:// or https:// URL (host and port)"))
         }
-        guard text.hasPrefix("http://") else {
-            return .failure(ValueParseError("'\(text)' must be an http://host:port URL"))
-        }
-        var rest = Substring(text.dropFirst("http://".count))
+        var rest = Substring(text.dropFirst(tls ? "https://".count : "http://".count))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         if rest.contains("/") || rest.contains("?") || rest.contains("@") || rest.contains("#") {
-            return .failure(ValueParseError("'\(text)' must be http://host:port without user, path or query"))
+            return .failure(ValueParseError("'\(text)' must be \(tls ? "https" : "http")://host:port without user, path or query"))
         }
+        let defaultPort = tls ? 443 : 80
         let withPort: String
         if rest.hasPrefix("[") {
-            withPort = rest.hasSuffix("]") ? "\(rest):80" : String(rest)
+            withPort = rest.hasSuffix("]") ? "\(rest):\(defaultPort)" : String(rest)
         } else {
-            withPort = rest.contains(":") ? String(rest) : "\(rest):80"
+            withPort = rest.contains(":") ? String(rest) : "\(rest):\(defaultPort)"
         }
         switch hostPort(withPort) {
         case .success(let hp):
             guard hp.port > 0 else { return .failure(ValueParseError("'\(text)': port must not be 0")) }
-            return .success(UpstreamEndpoint(host: hp.host, port: hp.port))
+            return .success(UpstreamEndpoint(host: hp.host, port: hp.port, tls: tls))
         case .failure(let e):
             return .failure(ValueParseError("'\(text)': \(e.message)"))
         }

@@ -161,20 +161,26 @@ public struct RedisConfig: Sendable, Equatable {
     public var commandTimeout: TimeAmount = .milliseconds(250)
     public var connectionsPerWorker: Int = 1
     /// `store.redis.tls` (only with `rediss://`; nil = system trust store, the URL's host).
-    public var tls: RedisTLSConfig?
+    public var tls: ClientTLSConfig?
     public init() {}
 }
 
-/// How a `rediss://` connection verifies the server and identifies itself.
-public struct RedisTLSConfig: Sendable, Equatable {
+/// How an outbound TLS connection (`rediss://`, an `https://` upstream)
+/// verifies the server and identifies itself.
+public struct ClientTLSConfig: Sendable, Equatable {
     /// PEM CA certificates the server's chain must lead to; nil = the system trust store.
     public var caFile: String?
-    /// Client certificate chain and key (for `tls-auth-clients yes`).
+    /// Client certificate chain and key (Redis' `tls-auth-clients yes`, an upstream's mTLS).
     public var certificate: String?
     public var privateKey: String?
     /// The name the server certificate must carry (and SNI); nil = the URL's host.
     public var serverName: String?
-    public init() {}
+    public init(caFile: String? = nil, certificate: String? = nil, privateKey: String? = nil, serverName: String? = nil) {
+        self.caFile = caFile
+        self.certificate = certificate
+        self.privateKey = privateKey
+        self.serverName = serverName
+    }
 }
 
 public enum StoreConfig: Sendable, Equatable {
@@ -191,15 +197,21 @@ public struct TrustConfig: Sendable {
 public struct UpstreamEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var port: Int
-    public init(host: String, port: Int) {
+    /// `https://`: HTTP/1.1 over TLS, the server verified (`UpstreamConfig.tls`).
+    public var tls: Bool
+    public init(host: String, port: Int, tls: Bool = false) {
         self.host = host
         self.port = port
+        self.tls = tls
     }
-    public var description: String { "http://\(HostPort(host: host, port: port))" }
+    public var description: String { "\(tls ? "https" : "http")://\(HostPort(host: host, port: port))" }
 }
 
 public struct UpstreamConfig: Sendable {
     public var endpoints: [UpstreamEndpoint]
+    /// How `https://` endpoints are verified (nil = the system trust store and
+    /// the endpoint's host) and whether the gateway shows a client certificate.
+    public var tls: ClientTLSConfig?
     public var connectTimeout: TimeAmount = .seconds(2)
     public var responseTimeout: TimeAmount = .seconds(30)
     public var idleTimeout: TimeAmount = .seconds(60)

@@ -17,10 +17,15 @@ public final class GatewaySnapshot: Sendable {
     /// nil only when its trust anchors could not be loaded (serve refuses such
     /// a file before it gets here).
     public let enforcement: EnforcementContext?
+    /// TLS of the `https://` upstreams; a context that could not be loaded
+    /// is missing (serve refuses such a file before it gets here), and
+    /// requests to that upstream then fail to connect.
+    public let upstreamTLS: UpstreamTLSContexts
 
-    public init(config: GatewayConfig, enforcement: EnforcementContext? = nil) {
+    public init(config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts? = nil) {
         self.config = config
         self.enforcement = enforcement ?? (try? EnforcementContext(config: config))
+        self.upstreamTLS = upstreamTLS ?? (try? UpstreamTLSContexts(config: config)) ?? .none
         self.trustPrefixLower = Array(config.trust.headerPrefix.lowercased().utf8)
         self.trustHeaderName = config.trust.headerPrefix + "Trust"
         self.reasonHeaderName = config.trust.headerPrefix + "Reason"

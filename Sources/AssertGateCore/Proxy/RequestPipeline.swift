@@ -252,7 +252,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             return
         }
         state = .leasing(route, attempt: attempt)
-        worker.upstreams.lease(name: route.upstream, config: upstream, delegate: self)
+        worker.upstreams.lease(
+            name: route.upstream, config: upstream, tls: snapshot.upstreamTLS[route.upstream], delegate: self)
     }
 
     private func runLocal(_ handler: any LocalHandler) {

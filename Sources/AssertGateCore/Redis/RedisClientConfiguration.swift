@@ -48,7 +48,7 @@ public struct RedisClientConfiguration: Sendable {
             commandTimeout: config.commandTimeout, connections: config.connectionsPerWorker)
         self.clusterSeeds = seeds.map { RedisNodeAddress(host: $0.host, port: $0.port) }
         if url.tls {
-            let files = config.tls ?? RedisTLSConfig()
+            let files = config.tls ?? ClientTLSConfig()
             self.tls = try TLSClientContext(
                 caFile: files.caFile, certificatePath: files.certificate, privateKeyPath: files.privateKey)
             self.tlsServerName = files.serverName

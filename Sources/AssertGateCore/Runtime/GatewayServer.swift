@@ -42,8 +42,10 @@ public final class GatewayServer: Sendable {
             throw StartError(description: error.diagnostics.map(\.description).joined(separator: "\n"))
         }
         let enforcement: EnforcementContext
+        let upstreamTLS: UpstreamTLSContexts
         do {
             enforcement = try EnforcementContext(config: config)
+            upstreamTLS = try UpstreamTLSContexts(config: config)
         } catch {
             throw StartError(description: "\(configPath): \(error)")
         }
@@ -91,7 +93,8 @@ public final class GatewayServer: Sendable {
                 ]
             },
             makeObserver: { _ in RequestObservers([MetricsObserver(metrics: metrics), RequestLog(logger: logger)]) })
-        let gateway = Gateway(config: config, enforcement: enforcement, group: group, logger: logger, hooks: hooks)
+        let gateway = Gateway(
+            config: config, enforcement: enforcement, upstreamTLS: upstreamTLS, group: group, logger: logger, hooks: hooks)
         let ports: [Int]
         do {
             ports = try await gateway.start()
@@ -222,10 +225,12 @@ public final class GatewayServer: Sendable {
         defer { reloading.withLockedValue { $0 = false } }
         let config: GatewayConfig
         let enforcement: EnforcementContext
+        let upstreamTLS: UpstreamTLSContexts
         let certificates: Gateway.CertificateReload
         do {
             config = try ConfigLoader.load(path: configPath)
             enforcement = try EnforcementContext(config: config, refreshesReceipts: refresher != nil)
+            upstreamTLS = try UpstreamTLSContexts(config: config)
             // Last: it swaps the listeners' certificates once every one has loaded.
             certificates = try gateway.reloadListeners(from: config)
         } catch let error as ConfigError {
@@ -250,7 +255,7 @@ public final class GatewayServer: Sendable {
         if !certificates.reloaded.isEmpty {
             logger.info("TLS certificates reloaded", metadata: ["listeners": "\(certificates.reloaded.map(\.description))"])
         }
-        await gateway.reload(config, enforcement: enforcement)
+        await gateway.reload(config, enforcement: enforcement, upstreamTLS: upstreamTLS)
         admin.update(token: config.admin.token)
         LogBootstrap.control.apply(config.logging)
         metrics.configReloads.labels("success").inc()

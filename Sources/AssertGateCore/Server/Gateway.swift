@@ -41,14 +41,14 @@ public final class Gateway: Sendable {
     /// `group` is usually `MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)`:
     /// one worker per loop. The group stays owned by the caller.
     public init(
-        config: GatewayConfig, enforcement: EnforcementContext? = nil, group: any EventLoopGroup, logger: Logger,
-        hooks: GatewayHooks = GatewayHooks()
+        config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts? = nil,
+        group: any EventLoopGroup, logger: Logger, hooks: GatewayHooks = GatewayHooks()
     ) {
         self.group = group
         self.logger = logger
         self.hooks = hooks
         self.state = NIOLockedValueBox(State(config: config))
-        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement)
+        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement, upstreamTLS: upstreamTLS)
         var workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>] = [:]
         for loop in group.makeIterator() {
             let worker = Worker(eventLoop: loop, snapshot: snapshot, hooks: hooks, logger: logger)
@@ -190,9 +190,11 @@ public final class Gateway: Sendable {
 
     /// Swaps in a new configuration: new requests use it, in-flight ones finish on the old.
     /// (Listeners are not rebound; changing them needs a restart.)
-    public func reload(_ config: GatewayConfig, enforcement: EnforcementContext? = nil) async {
+    public func reload(
+        _ config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts? = nil
+    ) async {
         state.withLockedValue { $0.config = config }
-        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement)
+        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement, upstreamTLS: upstreamTLS)
         for (_, box) in workers {
             try? await box.eventLoop.submit { box.value.snapshot = snapshot }.get()
         }

@@ -33,10 +33,14 @@ final class UpstreamConnection {
     /// Position in the pool's in-flight list (swap-remove), -1 when not in it.
     var inflightIndex = -1
 
-    init(channel: Channel, endpoint: EndpointPool, handler: UpstreamClientHandler) {
+    /// The TLS context the connection was verified with (nil: cleartext).
+    let tls: TLSClientContext?
+
+    init(channel: Channel, endpoint: EndpointPool, handler: UpstreamClientHandler, tls: TLSClientContext? = nil) {
         self.channel = channel
         self.endpoint = endpoint
         self.handler = handler
+        self.tls = tls
         handler.connection = self
     }
 

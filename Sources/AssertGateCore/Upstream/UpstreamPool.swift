@@ -8,7 +8,8 @@ let ejectAfterFailures = 3
 let ejectCoolDown: TimeAmount = .seconds(10)
 
 /// The HTTP/1.1 keep-alive pools of one worker (one event loop), keyed by
-/// endpoint. Loop-confined: no locks, every call on `eventLoop`.
+/// endpoint (`https://` and `http://` to one address are two endpoints).
+/// Loop-confined: no locks, every call on `eventLoop`.
 final class UpstreamPool {
     let eventLoop: EventLoop
     let logger: Logger
@@ -59,7 +60,8 @@ final class UpstreamPool {
         return endpointPool(eps[start % eps.count])
     }
 
-    func lease(name: String, config: UpstreamConfig, delegate: UpstreamExchangeDelegate) {
+    /// `tls`: the upstream's context for `https://` endpoints (the request's snapshot's).
+    func lease(name: String, config: UpstreamConfig, tls: TLSClientContext?, delegate: UpstreamExchangeDelegate) {
         guard !config.endpoints.isEmpty else {
             delegate.upstreamLeaseFailed(.noEndpoints)
             return
@@ -69,7 +71,7 @@ final class UpstreamPool {
             delegate.upstreamLeaseFailed(.noEndpoints)
             return
         }
-        ep.lease(config: config, delegate: delegate, now: now)
+        ep.lease(config: config, tls: tls, delegate: delegate, now: now)
     }
 
     func trackInflight(_ c: UpstreamConnection) {
@@ -115,6 +117,12 @@ final class EndpointPool {
     private var ejectedUntil: NIODeadline?
     /// The most recent upstream config seen (limits and timeouts for new connections).
     private var config: UpstreamConfig?
+    /// `https://`: the TLS context new connections use. A reload that brings
+    /// another one (a new CA or client certificate) retires the idle
+    /// connections made with the old one.
+    private var tls: TLSClientContext?
+    /// A TLS handshake failure is logged once per run of failures.
+    private var loggedHandshakeFailure = false
 
     struct Waiter {
         var delegate: UpstreamExchangeDelegate
@@ -135,10 +143,16 @@ final class EndpointPool {
         return true
     }
 
-    func lease(config: UpstreamConfig, delegate: UpstreamExchangeDelegate, now: NIODeadline) {
+    func lease(config: UpstreamConfig, tls: TLSClientContext?, delegate: UpstreamExchangeDelegate, now: NIODeadline) {
         self.config = config
+        if endpoint.tls, tls !== self.tls {
+            self.tls = tls
+            for c in idle { c.close() }
+        }
         while let c = idle.popLast() {
-            if c.channel.isActive, !c.isClosed {
+            // A connection verified under settings a reload replaced (it was
+            // busy at the reload) is not reused.
+            if c.channel.isActive, !c.isClosed, c.tls === self.tls {
                 c.begin(delegate: delegate, responseTimeout: config.responseTimeout, idleTimeout: config.idleTimeout)
                 delegate.upstreamLeased(c)
                 return
@@ -155,29 +169,76 @@ final class EndpointPool {
     private func connect(config: UpstreamConfig, delegate: UpstreamExchangeDelegate) {
         total += 1
         let loop = pool.eventLoop
+        let tls: (context: TLSClientContext, serverName: String)?
+        if endpoint.tls {
+            guard let context = self.tls else {
+                // Only a snapshot whose TLS files did not load gets here (serve
+                // and reload refuse those): fail closed, never fall back to cleartext.
+                total -= 1
+                pool.logger.error("upstream has no TLS context", metadata: ["endpoint": "\(endpoint)"])
+                delegate.upstreamLeaseFailed(.connectFailed)
+                serveWaiter()
+                return
+            }
+            tls = (context, config.tls?.serverName ?? endpoint.host)
+        } else {
+            tls = nil
+        }
+        let connectTimeout = config.connectTimeout
         let future = ClientBootstrap(group: loop)
-            .connectTimeout(config.connectTimeout)
+            .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(
+                            OpenSSLHandler(client: tls.context, serverName: tls.serverName))
+                    }
                     try UpstreamClientHandler.install(on: channel.pipeline.syncOperations)
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
-        let bound = NIOLoopBound((self, delegate), eventLoop: loop)
+            .flatMap { channel in Self.handshake(channel, tls: tls != nil, within: connectTimeout) }
+        let bound = NIOLoopBound((self, delegate, tls?.context), eventLoop: loop)
         future.whenComplete { result in
-            let (ep, delegate) = bound.value
-            ep.connectCompleted(result, config: config, delegate: delegate)
+            let (ep, delegate, context) = bound.value
+            ep.connectCompleted(result, config: config, tls: context, delegate: delegate)
+        }
+    }
+
+    /// Why a TLS connection could not be used.
+    struct HandshakeFailed: Error {
+        let reason: String
+    }
+
+    /// The channel once its TLS handshake has completed (at once for
+    /// cleartext). A server that accepts TCP and never finishes TLS is given
+    /// `within` (the connect timeout) before the channel is closed.
+    private static func handshake(_ channel: Channel, tls: Bool, within: TimeAmount) -> EventLoopFuture<Channel> {
+        guard tls else { return channel.eventLoop.makeSucceededFuture(channel) }
+        guard let handler = try? channel.pipeline.syncOperations.handler(type: OpenSSLHandler.self),
+            let done = handler.handshakeFuture
+        else {
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(HandshakeFailed(reason: "no handshake started"))
+        }
+        let deadline = channel.eventLoop.scheduleTask(in: within) { channel.close(promise: nil) }
+        done.whenComplete { _ in deadline.cancel() }
+        return done.map { channel }.flatMapErrorThrowing { error in
+            channel.close(promise: nil)
+            throw HandshakeFailed(reason: (error as? TLSConnectionError)?.reason ?? "connection closed during the handshake")
         }
     }
 
     private func connectCompleted(
-        _ result: Result<Channel, Error>, config: UpstreamConfig, delegate: UpstreamExchangeDelegate
+        _ result: Result<Channel, Error>, config: UpstreamConfig, tls: TLSClientContext?,
+        delegate: UpstreamExchangeDelegate
     ) {
         switch result {
         case .success(let channel):
             consecutiveFailures = 0
             ejectedUntil = nil
+            loggedHandshakeFailure = false
             guard let handler = try? channel.pipeline.syncOperations.handler(type: UpstreamClientHandler.self)
             else {
                 total -= 1
@@ -185,7 +246,7 @@ final class EndpointPool {
                 delegate.upstreamLeaseFailed(.connectFailed)
                 return
             }
-            let c = UpstreamConnection(channel: channel, endpoint: self, handler: handler)
+            let c = UpstreamConnection(channel: channel, endpoint: self, handler: handler, tls: tls)
             if !channel.isActive {
                 c.close()
                 delegate.upstreamLeaseFailed(.connectFailed)
@@ -196,6 +257,13 @@ final class EndpointPool {
         case .failure(let error):
             total -= 1
             consecutiveFailures += 1
+            if let failed = error as? HandshakeFailed, !loggedHandshakeFailure {
+                // The usual cause is configuration (CA, name, client certificate):
+                // say so once, not once per request.
+                loggedHandshakeFailure = true
+                pool.logger.warning(
+                    "upstream TLS handshake failed", metadata: ["endpoint": "\(endpoint)", "reason": "\(failed.reason)"])
+            }
             if consecutiveFailures >= ejectAfterFailures {
                 ejectedUntil = .now() + ejectCoolDown
                 pool.logger.warning(
@@ -210,6 +278,12 @@ final class EndpointPool {
 
     /// A finished keep-alive connection: hand it to a waiter or park it.
     func release(_ c: UpstreamConnection) {
+        if c.tls !== tls {
+            // Verified under TLS settings a reload has replaced: closing it
+            // lets a waiter connect afresh (`connectionClosed`).
+            c.close()
+            return
+        }
         if let w = waiters.popFirst() {
             c.begin(delegate: w.delegate, responseTimeout: config?.responseTimeout ?? .seconds(30),
                     idleTimeout: config?.idleTimeout ?? .seconds(60))

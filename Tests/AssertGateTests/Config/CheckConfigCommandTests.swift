@@ -48,19 +48,23 @@ import Testing
         // Right labels, wrong contents: the loader accepts them, loading them does not.
         let (cert, key) = try dir.writeCertAndKey()
         try dir.write("AuthKey.p8", "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")
+        try dir.write("upstream-ca.pem", "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n")
         let path = try dir.write("files.yaml", """
             listeners: [{address: 127.0.0.1:8443, tls: {certificate: \(cert), privateKey: \(key)}}]
             apps: [{appId: ABCDE12345.com.example.app}]
             store: {memory: {}}
-            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            upstreams:
+              api: {endpoints: [http://127.0.0.1:9001]}
+              secure: {endpoints: [https://127.0.0.1:9443], tls: {caFile: upstream-ca.pem}}
             routes: [{match: {prefix: /}, upstream: api, mode: passthrough}]
             fraudMetric: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {file: AuthKey.p8}}
             """)
         let result = try Subprocess.run(try Self.binary(), ["check-config", path])
         #expect(result.status == 1)
         let lines = result.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.count == 3, "\(lines)")
         #expect(lines.first?.hasPrefix("\(path): listeners[0].tls: TLS: cannot load certificate chain '\(cert)'") == true, "\(lines)")
+        #expect(lines.dropFirst().first?.hasPrefix("\(path): upstreams.secure.tls: ") == true, "\(lines)")
         #expect(lines.last?.hasPrefix("\(path): fraudMetric.privateKey: not a PEM private key") == true, "\(lines)")
         #expect(result.stdout.isEmpty)
     }

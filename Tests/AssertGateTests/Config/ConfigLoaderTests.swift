@@ -474,11 +474,16 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             "config.yaml:3: store.redis.tls: only with a rediss:// url (the connection would not use TLS)"))
     }
 
+    /// A client certificate, its key and a CA file (labels right, contents not loadable).
+    private func clientTLSFiles(_ dir: TempDir) throws -> (cert: String, key: String, ca: String) {
+        let (cert, key) = try dir.writeCertAndKey()
+        return (cert, key, try dir.write("ca.pem", "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n"))
+    }
+
     @Test func redisTLSSection() throws {
         let dir = try TempDir()
         defer { dir.remove() }
-        let (cert, key) = try dir.writeCertAndKey()
-        let ca = try dir.write("ca.pem", "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n")
+        let (cert, key, ca) = try clientTLSFiles(dir)
         func store(_ redis: String) -> String {
             minimalYAML.replacingOccurrences(of: "{memory: {}}", with: "{redis: \(redis)}")
         }
@@ -489,11 +494,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             Issue.record("expected redis store")
             return
         }
-        var expected = RedisTLSConfig()
-        expected.caFile = ca
-        expected.certificate = cert
-        expected.privateKey = key
-        expected.serverName = "redis-1.internal"
+        let expected = ClientTLSConfig(caFile: ca, certificate: cert, privateKey: key, serverName: "redis-1.internal")
         #expect(redis.tls == expected)
         #expect(redis.endpoint?.tls == true)
         // rediss:// alone: the system trust store and the URL's host.
@@ -589,16 +590,53 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
     @Test func upstreamChecks() {
         let yaml = minimalYAML.replacingOccurrences(
             of: "{api: {endpoints: [http://127.0.0.1:9001]}}",
-            with: "{api: {endpoints: [https://a:1, \"http://a:1/path\", ftp://x, \"http://a:0\"], idleTimeout: 0s}, \"bad name\": {endpoints: [http://a:1]}, empty: {endpoints: []}}")
+            with: "{api: {endpoints: [\"https://a:1/x\", \"http://a:1/path\", ftp://x, \"http://a:0\"], idleTimeout: 0s}, \"bad name\": {endpoints: [http://a:1]}, empty: {endpoints: []}}")
         #expect(errors(yaml) == [
-            "config.yaml:4: upstreams.api.endpoints[0]: 'https://a:1': only http:// upstreams are supported for now",
+            "config.yaml:4: upstreams.api.endpoints[0]: 'https://a:1/x' must be https://host:port without user, path or query",
             "config.yaml:4: upstreams.api.endpoints[1]: 'http://a:1/path' must be http://host:port without user, path or query",
-            "config.yaml:4: upstreams.api.endpoints[2]: 'ftp://x' must be an http://host:port URL",
+            "config.yaml:4: upstreams.api.endpoints[2]: 'ftp://x' must be an http:// or https:// URL (host and port)",
             "config.yaml:4: upstreams.api.endpoints[3]: 'http://a:0': port must not be 0",
             "config.yaml:4: upstreams.api.idleTimeout: must be greater than 0",
             "config.yaml:4: upstreams: names must be letters, digits, '-', '_' or '.'",
             "config.yaml:4: upstreams.empty.endpoints: at least one endpoint is required",
         ])
+    }
+
+    @Test func httpsUpstreams() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let (cert, key, ca) = try clientTLSFiles(dir)
+        func upstreams(_ text: String) -> String {
+            minimalYAML.replacingOccurrences(of: "{api: {endpoints: [http://127.0.0.1:9001]}}", with: text)
+        }
+        let full = try load(upstreams(
+            "{api: {endpoints: [https://api.internal, \"https://[::1]:8443\"], tls: {caFile: ca.pem, certificate: \(cert), privateKey: \(key), serverName: api.internal}}}"),
+            base: dir.path)
+        let api = try #require(full.upstreams["api"])
+        #expect(api.endpoints == [
+            UpstreamEndpoint(host: "api.internal", port: 443, tls: true), UpstreamEndpoint(host: "::1", port: 8443, tls: true),
+        ])
+        #expect(api.endpoints.map(\.description) == ["https://api.internal:443", "https://[::1]:8443"])
+        let expected = ClientTLSConfig(caFile: ca, certificate: cert, privateKey: key, serverName: "api.internal")
+        #expect(api.tls == expected)
+        // https:// alone: the system trust store and each endpoint's host.
+        let bare = try load(upstreams("{api: {endpoints: [https://api.internal:8443]}}"))
+        #expect(bare.upstreams["api"]?.tls == nil)
+        #expect(bare.upstreams["api"]?.endpoints.first?.tls == true)
+
+        #expect(errors(upstreams("{api: {endpoints: [http://a:1, https://b:1]}}")) == [
+            "config.yaml:4: upstreams.api.endpoints: mixes http:// and https:// endpoints; use one scheme per upstream"
+        ])
+        #expect(errors(upstreams("{api: {endpoints: [http://a:1], tls: {caFile: \(ca)}}}")) == [
+            "config.yaml:4: upstreams.api.tls: only with https:// endpoints (the connections would not use TLS)"
+        ])
+        #expect(errors(upstreams("{api: {endpoints: [https://a:1], tls: {privateKey: \(key)}}}")) == [
+            "config.yaml:4: upstreams.api.tls: give both 'certificate' and 'privateKey' (a client certificate), or neither"
+        ])
+        #expect(errors(upstreams("{api: {endpoints: [https://a:1], tls: {caFile: \(dir.path)/nope.pem}}}")) == [
+            "config.yaml:4: upstreams.api.tls.caFile: cannot read '\(dir.path)/nope.pem': No such file or directory"
+        ])
+        #expect(errors(upstreams("{api: {endpoints: [https://a:1], tls: {verify: false}}}")).first?.contains("verify") == true)
     }
 
     @Test func appIdAndEnvironmentChecks() {

@@ -26,10 +26,12 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
     /// Port 9 on loopback is closed: connect is refused at once.
     static let dead = UpstreamEndpoint(host: "127.0.0.1", port: 9)
 
-    private func lease(_ pool: NIOLoopBoundBox<UpstreamPool>, _ config: UpstreamConfig) async throws -> UpstreamError? {
+    private func lease(
+        _ pool: NIOLoopBoundBox<UpstreamPool>, _ config: UpstreamConfig, tls: TLSClientContext? = nil
+    ) async throws -> UpstreamError? {
         let promise = pool.eventLoop.makePromise(of: UpstreamError?.self)
         try await pool.eventLoop.submit {
-            pool.value.lease(name: "u", config: config, delegate: LeaseRecorder(promise: promise))
+            pool.value.lease(name: "u", config: config, tls: tls, delegate: LeaseRecorder(promise: promise))
         }.get()
         return try await promise.futureResult.get()
     }
@@ -69,6 +71,19 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
             (0..<6).compactMap { _ in bound.value.pickEndpoint(name: "rr", config: config, now: .now())?.endpoint }
         }.get()
         #expect(picks == Array(repeating: other, count: 6))
+        try await group.shutdownGracefully()
+    }
+    /// An `https://` endpoint whose TLS context is missing fails closed: the
+    /// lease fails although a cleartext server listens on that very port.
+    @Test func anHTTPSEndpointWithoutItsTLSContextIsNeverUsedInCleartext() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(server.localAddress?.port)
+        let bound = makePool(group.next())
+        #expect(try await lease(bound, UpstreamConfig(endpoints: [UpstreamEndpoint(host: "127.0.0.1", port: port)])) == nil)
+        let https = UpstreamConfig(endpoints: [UpstreamEndpoint(host: "127.0.0.1", port: port, tls: true)])
+        #expect(try await lease(bound, https, tls: nil) == .connectFailed)
+        try await server.close()
         try await group.shutdownGracefully()
     }
 }

@@ -20,7 +20,7 @@ struct RedisTLSTests {
     }
 
     /// The outcome of one SET through a client with `tls`, and what Redis holds afterwards.
-    private func set(on server: RedisServerFixture, tls: RedisTLSConfig?) async throws -> Result<RESPValue, any Error> {
+    private func set(on server: RedisServerFixture, tls: ClientTLSConfig?) async throws -> Result<RESPValue, any Error> {
         var redis = RedisConfig()
         redis.url = try #require(server.tlsURL)
         redis.tls = tls
@@ -45,9 +45,9 @@ struct RedisTLSTests {
     }
 
     private func files(_ pki: TestPKI, ca: String? = nil, clientCertificate: Bool = true, serverName: String? = nil)
-        -> RedisTLSConfig
+        -> ClientTLSConfig
     {
-        var tls = RedisTLSConfig()
+        var tls = ClientTLSConfig()
         tls.caFile = ca ?? pki.caCertificate
         if clientCertificate {
             tls.certificate = pki.clientCertificate

@@ -109,7 +109,7 @@ func withStore(
             redis.connectTimeout = .seconds(2)
             redis.commandTimeout = commandTimeout
             redis.connectionsPerWorker = connections
-            var tls = RedisTLSConfig()
+            var tls = ClientTLSConfig()
             tls.caFile = pki.caCertificate
             tls.certificate = pki.clientCertificate
             tls.privateKey = pki.clientKey
