@@ -78,6 +78,17 @@ extension Integration {
             #expect(refused.body.contains("bogusKey"))
             #expect(try await h.send("GET", "/enforce/a", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/a", counter: 1)).status == 200)
 
+            // An https:// upstream whose CA file parses as PEM but does not load: refused too, naming it.
+            let badCA = h.configPath + ".upstream-ca.pem"
+            try "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n".write(toFile: badCA, atomically: true, encoding: .utf8)
+            try good.replacingOccurrences(
+                of: "upstreams:\n", with: "upstreams:\n  secure: {endpoints: [https://127.0.0.1:9], tls: {caFile: \(badCA)}}\n"
+            ).write(toFile: h.configPath, atomically: true, encoding: .utf8)
+            let badTLS = try await h.send("POST", "/reload", headers: auth, http1: true, base: h.adminBase)
+            #expect(badTLS.status == 400)
+            #expect(badTLS.body.contains("upstreams.secure.tls"), "\(badTLS.body)")
+            #expect(try await h.send("GET", "/enforce/a", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/a", counter: 2)).status == 200)
+
             // A valid change is applied to new requests: /enforce/ becomes monitor.
             try good.replacingOccurrences(of: "{prefix: /enforce/}, upstream: legacy, mode: enforce", with: "{prefix: /enforce/}, upstream: legacy, mode: monitor")
                 .write(toFile: h.configPath, atomically: true, encoding: .utf8)
@@ -88,9 +99,9 @@ extension Integration {
             #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "missing")
 
             let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
-            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="failure"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="failure"} 2"#))
             #expect(metrics.body.contains(#"assertgate_config_reloads_total{result="success"} 1"#))
-            #expect(metrics.body.contains(#"assertgate_requests_total{route="legacy",status="200",trust="verified"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_requests_total{route="legacy",status="200",trust="verified"} 2"#))
             try await h.stop()
         }
 
