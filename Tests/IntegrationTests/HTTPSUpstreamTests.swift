@@ -127,5 +127,89 @@ extension Integration {
             #expect(try await Self.get(h, "/x").status == 200)
             try await h.stop()
         }
+
+        /// Two upstreams at one address with different TLS settings keep
+        /// their own connections: the one whose `serverName` the certificate
+        /// does not carry is refused every time, however warm the other's
+        /// connection is.
+        @Test func upstreamsSharingAnAddressNeverShareConnections() async throws {
+            let pki = try await TestPKI.shared.value
+            let up = try Self.upstream(pki)
+            defer { up.stop() }
+            let endpoint = UpstreamEndpoint(host: "127.0.0.1", port: up.port, tls: true)
+            let h = try await Harness.start(upstreamEndpoints: [endpoint], threads: 1) { config in
+                var right = UpstreamConfig(endpoints: [endpoint])
+                right.tls = Self.tls(ca: pki.caCertificate, serverName: "localhost")
+                var wrong = UpstreamConfig(endpoints: [endpoint])
+                wrong.tls = Self.tls(ca: pki.caCertificate, serverName: "api.internal.example")
+                config.upstreams = ["right": right, "wrong": wrong]
+                config.routes = [
+                    RouteConfig(match: RouteMatch(kind: .prefix("/right/")), upstream: "right", mode: .passthrough),
+                    RouteConfig(match: RouteMatch(kind: .prefix("/wrong/")), upstream: "wrong", mode: .passthrough),
+                ]
+            }
+            var connections: Set<Int> = []
+            for i in 0..<3 {
+                let right = try await Self.get(h, "/right/\(i)")
+                #expect(right.status == 200, "\(right.body)")
+                connections.insert(try Self.seen(right.body).connection)
+                #expect(try await Self.get(h, "/wrong/\(i)").status == 502)
+            }
+            #expect(connections.count == 1)
+            try await h.stop()
+        }
+
+        /// A body delimited by the close ends only with close_notify: a bare
+        /// FIN (anyone on the path can send one) must not pass a truncated
+        /// body on as complete.
+        @Test func aCloseDelimitedBodyEndsOnlyWithCloseNotify() async throws {
+            let pki = try await TestPKI.shared.value
+            let up = try Self.upstream(pki)
+            defer { up.stop() }
+            let h = try await Self.gateway(port: up.port, tls: Self.tls(ca: pki.caCertificate))
+            let notified = try await Self.get(h, "/close-delimited?notify=1")
+            #expect(notified.status == 200)
+            #expect(notified.body.utf8.count == 100_000)
+            let cut = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", h.base + "/close-delimited"])
+            #expect(cut.status != 0, "curl must see the stream reset, not a complete body")
+            try await h.stop()
+        }
+
+        /// An upstream that stops reading cannot keep the gateway's socket:
+        /// a close waits for close_notify to be written only so long.
+        @Test func aConnectionToAnUpstreamThatStoppedReadingIsClosed() async throws {
+            let pki = try await TestPKI.shared.value
+            let up = try Self.upstream(pki)
+            defer { up.stop() }
+            let h = try await Self.gateway(port: up.port, tls: Self.tls(ca: pki.caCertificate))
+            let body = NSTemporaryDirectory() + "assertgate-upload-\(UUID().uuidString)"
+            #expect(FileManager.default.createFile(atPath: body, contents: Data(count: 64 << 20)))
+            defer { try? FileManager.default.removeItem(atPath: body) }
+            // The client gives up while the upload is stuck; the gateway then closes its upstream connection.
+            let r = try await Run.tool(
+                "curl", ["-sS", "--http2-prior-knowledge", "--max-time", "2", "-o", "/dev/null", "-T", body, "-X", "POST",
+                         h.base + "/stall"])
+            #expect(r.status != 0)
+            let deadline = Date().addingTimeInterval(10)
+            while Self.establishedConnections(toPort: up.port) > 0, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let closed = Self.establishedConnections(toPort: up.port) == 0
+            #expect(closed, "the gateway still holds its socket to the upstream")
+            // Stopping would wait on that socket too: fail, do not hang.
+            guard closed else { return }
+            try await h.stop()
+        }
+
+        /// ESTABLISHED TCP connections on this machine to 127.0.0.1:`port`
+        /// (/proc/net/tcp: remote address 0100007F:PORT, state 01).
+        static func establishedConnections(toPort port: Int) -> Int {
+            guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return -1 }
+            let remote = "0100007F:" + String(format: "%04X", port)
+            return table.split(separator: "\n").dropFirst().filter { line in
+                let f = line.split(separator: " ")
+                return f.count > 3 && f[2] == remote && f[3] == "01"
+            }.count
+        }
     }
 }

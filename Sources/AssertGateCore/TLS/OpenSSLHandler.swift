@@ -71,22 +71,38 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     private var delivering = false
 
     private var closeFuture: EventLoopFuture<Void>?
+    /// A peer that does not read would hold our close_notify (and the socket)
+    /// forever: after this long the socket is closed without it.
+    private let closeNotifyTimeout: TimeAmount
+
+    /// True once the peer's close_notify arrived: a close without it may be
+    /// a truncation (RFC 8446 §6.1), which a body delimited by the close
+    /// must not take for its end.
+    public private(set) var receivedCloseNotify = false
     /// A close requested while `encryptFlushedWrites` was running (e.g. from
     /// a write promise completed by its flush); performed when it returns.
     private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
     private var loggedFailure = false
 
     /// Server side of an accepted connection.
-    public init(context: TLSServerContext, logger: Logger = Logger(label: "assertgate.tls")) {
+    public init(
+        context: TLSServerContext, logger: Logger = Logger(label: "assertgate.tls"),
+        closeNotifyTimeout: TimeAmount = .seconds(2)
+    ) {
         self.role = .server(context)
         self.logger = logger
+        self.closeNotifyTimeout = closeNotifyTimeout
     }
 
     /// Client side of an outbound connection; the server's certificate must
     /// verify against `context`'s trust and match `serverName`.
-    public init(client context: TLSClientContext, serverName: String, logger: Logger = Logger(label: "assertgate.tls")) {
+    public init(
+        client context: TLSClientContext, serverName: String, logger: Logger = Logger(label: "assertgate.tls"),
+        closeNotifyTimeout: TimeAmount = .seconds(2)
+    ) {
         self.role = .client(context, serverName: serverName)
         self.logger = logger
+        self.closeNotifyTimeout = closeNotifyTimeout
     }
 
     /// Client role: succeeds once the handshake is done (writes made before
@@ -143,6 +159,11 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
+        // Bytes decrypted ahead of a read() are the peer's last words: hand
+        // them over before the close, as a cleartext channel would have.
+        if !self.plaintext.isEmpty && !self.delivering {
+            self.deliverPlaintext(context: context)
+        }
         self.state = .closed
         self.failPendingWrites(ChannelError.ioOnClosedChannel)
         self.plaintext.removeAll()
@@ -254,6 +275,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
                 break loop
             case .peerClosed:
                 peerClosed = true
+                self.receivedCloseNotify = true
                 break loop
             case .failed(let reason):
                 self.fail(context: context, reason: reason)
@@ -367,9 +389,18 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
             if let promise {
                 closed.futureResult.cascade(to: promise)
             }
-            // Closing at once would drop ciphertext still queued in the channel.
-            closeNotifyWritten.futureResult.assumeIsolated().whenComplete { _ in
+            // Closing at once would drop ciphertext still queued in the channel;
+            // waiting for ever would let a peer that stopped reading keep it.
+            var done = false
+            let finish = {
+                guard !done else { return }
+                done = true
                 context.close(mode: mode, promise: closed)
+            }
+            let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: self.closeNotifyTimeout) { finish() }
+            closeNotifyWritten.futureResult.assumeIsolated().whenComplete { _ in
+                deadline.cancel()
+                finish()
             }
         case .closing:
             if let closeFuture = self.closeFuture {

@@ -320,7 +320,10 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
         // NIO does not report every reset (one met while flushing a request body
         // closes without errorCaught), so a close before the request was fully
         // sent counts as an error too.
-        if parser.connectionClosed(), !failed, c?.requestDone == true { c?.receivedEnd(reusable: false) }
+        // Over TLS only a close_notify ends such a body: a bare FIN could be
+        // anyone's, and would pass a truncated body on as complete.
+        let cleanClose = (try? context.pipeline.syncOperations.handler(type: OpenSSLHandler.self))?.receivedCloseNotify ?? true
+        if parser.connectionClosed(), !failed, cleanClose, c?.requestDone == true { c?.receivedEnd(reusable: false) }
         connection = nil
         c?.channelClosed()
         context.fireChannelInactive()

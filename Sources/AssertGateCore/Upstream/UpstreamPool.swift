@@ -7,13 +7,19 @@ import NIOPosix
 let ejectAfterFailures = 3
 let ejectCoolDown: TimeAmount = .seconds(10)
 
-/// The HTTP/1.1 keep-alive pools of one worker (one event loop), keyed by
-/// endpoint (`https://` and `http://` to one address are two endpoints).
+/// The HTTP/1.1 keep-alive pools of one worker (one event loop), one per
+/// upstream and endpoint: two upstreams at one address keep their own
+/// connections, limits and TLS settings (another `serverName`, CA or client
+/// certificate must never ride on a connection verified for the other).
 /// Loop-confined: no locks, every call on `eventLoop`.
 final class UpstreamPool {
     let eventLoop: EventLoop
     let logger: Logger
-    private var endpoints: [UpstreamEndpoint: EndpointPool] = [:]
+    private struct PoolKey: Hashable {
+        var upstream: String
+        var endpoint: UpstreamEndpoint
+    }
+    private var endpoints: [PoolKey: EndpointPool] = [:]
     private var roundRobin: [String: Int] = [:]
     /// Connections with an exchange in progress (for the response-timeout sweep).
     private var inflight: [UpstreamConnection] = []
@@ -40,10 +46,11 @@ final class UpstreamPool {
         for pool in endpoints.values { pool.closeIdle(olderThan: nil) }
     }
 
-    func endpointPool(_ endpoint: UpstreamEndpoint) -> EndpointPool {
-        if let p = endpoints[endpoint] { return p }
+    func endpointPool(upstream: String, _ endpoint: UpstreamEndpoint) -> EndpointPool {
+        let key = PoolKey(upstream: upstream, endpoint: endpoint)
+        if let p = endpoints[key] { return p }
         let p = EndpointPool(endpoint: endpoint, pool: self)
-        endpoints[endpoint] = p
+        endpoints[key] = p
         return p
     }
 
@@ -54,10 +61,10 @@ final class UpstreamPool {
         let start = roundRobin[name, default: 0]
         roundRobin[name] = start &+ 1
         for i in 0..<eps.count {
-            let p = endpointPool(eps[(start &+ i) % eps.count])
+            let p = endpointPool(upstream: name, eps[(start &+ i) % eps.count])
             if !p.isEjected(now: now) { return p }
         }
-        return endpointPool(eps[start % eps.count])
+        return endpointPool(upstream: name, eps[start % eps.count])
     }
 
     /// `tls`: the upstream's context for `https://` endpoints (the request's snapshot's).

@@ -49,10 +49,10 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
             let e = try await lease(bound, config)
             #expect(e == .connectFailed)
         }
-        let ejected = try await loop.submit { bound.value.endpointPool(Self.dead).isEjected(now: .now()) }.get()
+        let ejected = try await loop.submit { bound.value.endpointPool(upstream: "u", Self.dead).isEjected(now: .now()) }.get()
         #expect(ejected)
         let later = try await loop.submit {
-            bound.value.endpointPool(Self.dead).isEjected(now: .now() + ejectCoolDown + .seconds(1))
+            bound.value.endpointPool(upstream: "u", Self.dead).isEjected(now: .now() + ejectCoolDown + .seconds(1))
         }.get()
         #expect(!later)
         try await group.shutdownGracefully()
@@ -68,7 +68,7 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
         }
         let config = UpstreamConfig(endpoints: [Self.dead, other])
         let picks = try await loop.submit {
-            (0..<6).compactMap { _ in bound.value.pickEndpoint(name: "rr", config: config, now: .now())?.endpoint }
+            (0..<6).compactMap { _ in bound.value.pickEndpoint(name: "u", config: config, now: .now())?.endpoint }
         }.get()
         #expect(picks == Array(repeating: other, count: 6))
         try await group.shutdownGracefully()

@@ -3,9 +3,11 @@
 
     https_upstream.py CERT KEY [CLIENT_CA]
 
-Listens on a free 127.0.0.1 port and prints "PORT n". With CLIENT_CA it
-requires a client certificate that CA signed. Every request is answered 200
-with JSON: the method, the path, the headers as received (names lower-cased)
+Listens on a free 127.0.0.1 port and prints "PORT n". `GET /close-delimited`
+answers 100,000 bytes delimited by the close, without close_notify
+(`?notify=1`: with it); `POST /stall` never reads its body. With CLIENT_CA it
+requires a client certificate that CA signed. Every other request is answered 200
+with JSON: the method, the path, the headers as received (names lower-cased),
 the common name of the client certificate (null without one) and the number
 of the connection it came on (1, 2, ... in accept order). Exits when
 its stdin closes. Python's ssl and http.server: a TLS stack and an HTTP
@@ -16,6 +18,7 @@ import os
 import ssl
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -38,11 +41,25 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        self.answer()
+        if self.path.startswith("/close-delimited"):
+            self.close_delimited(notify="notify=1" in self.path)
+        else:
+            self.answer()
 
     def do_POST(self):
+        if self.path == "/stall":
+            time.sleep(3600)  # never reads the body: the gateway's writes back up
         self.rfile.read(int(self.headers.get("content-length") or 0))
         self.answer()
+
+    def close_delimited(self, notify):
+        """A body that ends with the connection, with or without close_notify."""
+        self.close_connection = True
+        self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n")
+        self.wfile.write(b"y" * 100_000)
+        self.wfile.flush()
+        if notify:
+            self.connection.unwrap()  # sends close_notify; Python's close() alone does not
 
     def answer(self):
         common_name = None
