@@ -94,8 +94,12 @@ struct ConfigSectionParser {
             reader.error(tv.line, "\(path): give both 'certificate' and 'privateKey' (a client certificate), or neither")
         }
         if let name = reader.string(tv, "serverName"), let nnode = tv["serverName"] {
-            if name.isEmpty || name.utf8.count > 253 || name.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "/") }) {
-                reader.error(at: nnode, "\(path).serverName: '\(name)' is not a host name or IP address")
+            // A DNS name, an IPv4 address or a bare IPv6 address: no brackets, no port.
+            let bad = name.isEmpty || name.utf8.count > 253
+                || name.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || "/[]".utf8.contains($0) })
+                || (name.contains(":") && !ConfigSyntax.isIPv6(name))
+            if bad {
+                reader.error(at: nnode, "\(path).serverName: '\(name)' is not a host name or IP address (no brackets or port)")
             } else {
                 tls.serverName = name
             }

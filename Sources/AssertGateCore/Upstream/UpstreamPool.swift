@@ -192,6 +192,7 @@ final class EndpointPool {
             tls = nil
         }
         let connectTimeout = config.connectTimeout
+        let started = NIODeadline.now()
         let future = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -205,7 +206,10 @@ final class EndpointPool {
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
-            .flatMap { channel in Self.handshake(channel, tls: tls != nil, within: connectTimeout) }
+            .flatMap { channel in
+                // TCP and TLS together get `connectTimeout`, as a cleartext connect does.
+                Self.handshake(channel, tls: tls != nil, until: started + connectTimeout, timeout: connectTimeout)
+            }
         let bound = NIOLoopBound((self, delegate, tls?.context), eventLoop: loop)
         future.whenComplete { result in
             let (ep, delegate, context) = bound.value
@@ -216,12 +220,15 @@ final class EndpointPool {
     /// Why a TLS connection could not be used.
     struct HandshakeFailed: Error {
         let reason: String
+        var timedOut = false
     }
 
     /// The channel once its TLS handshake has completed (at once for
     /// cleartext). A server that accepts TCP and never finishes TLS is given
-    /// `within` (the connect timeout) before the channel is closed.
-    private static func handshake(_ channel: Channel, tls: Bool, within: TimeAmount) -> EventLoopFuture<Channel> {
+    /// until `deadline` (the connect's) before the channel is closed.
+    private static func handshake(
+        _ channel: Channel, tls: Bool, until deadline: NIODeadline, timeout: TimeAmount
+    ) -> EventLoopFuture<Channel> {
         guard tls else { return channel.eventLoop.makeSucceededFuture(channel) }
         guard let handler = try? channel.pipeline.syncOperations.handler(type: OpenSSLHandler.self),
             let done = handler.handshakeFuture
@@ -229,10 +236,17 @@ final class EndpointPool {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(HandshakeFailed(reason: "no handshake started"))
         }
-        let deadline = channel.eventLoop.scheduleTask(in: within) { channel.close(promise: nil) }
-        done.whenComplete { _ in deadline.cancel() }
+        let expired = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
+        let timer = channel.eventLoop.scheduleTask(deadline: deadline) {
+            expired.value = true
+            channel.close(promise: nil)
+        }
+        done.whenComplete { _ in timer.cancel() }
         return done.map { channel }.flatMapErrorThrowing { error in
             channel.close(promise: nil)
+            if expired.value {
+                throw HandshakeFailed(reason: "no TLS handshake within \(DurationParser.format(timeout))", timedOut: true)
+            }
             throw HandshakeFailed(reason: (error as? TLSConnectionError)?.reason ?? "connection closed during the handshake")
         }
     }
@@ -278,6 +292,7 @@ final class EndpointPool {
             }
             var e = UpstreamError.connectFailed
             if case ChannelError.connectTimeout = error { e = .connectTimeout }
+            if let failed = error as? HandshakeFailed, failed.timedOut { e = .connectTimeout }
             delegate.upstreamLeaseFailed(e)
             serveWaiter()
         }

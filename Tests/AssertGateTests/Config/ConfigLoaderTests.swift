@@ -514,7 +514,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             "config.yaml:3: store.redis.tls.caFile: cannot read '\(dir.path)/nope.pem': No such file or directory"
         ])
         #expect(errors(store("{url: rediss://h:6380/0, tls: {serverName: 'a b'}}")) == [
-            "config.yaml:3: store.redis.tls.serverName: 'a b' is not a host name or IP address"
+            "config.yaml:3: store.redis.tls.serverName: 'a b' is not a host name or IP address (no brackets or port)"
         ])
         #expect(errors(store("{url: rediss://h:6380/0, tls: {verify: false}}")) == [
             "config.yaml:3: unknown key 'verify' in store.redis.tls"
@@ -637,6 +637,11 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             "config.yaml:4: upstreams.api.tls.caFile: cannot read '\(dir.path)/nope.pem': No such file or directory"
         ])
         #expect(errors(upstreams("{api: {endpoints: [https://a:1], tls: {verify: false}}}")).first?.contains("verify") == true)
+        for name in ["'[::1]'", "'api.internal:443'", "'a b'"] {
+            #expect(errors(upstreams("{api: {endpoints: [https://a:1], tls: {serverName: \(name)}}}")).first?.hasSuffix(
+                "is not a host name or IP address (no brackets or port)") == true, "\(name)")
+        }
+        #expect(try load(upstreams("{api: {endpoints: [https://a:1], tls: {serverName: '::1'}}}")).upstreams["api"]?.tls?.serverName == "::1")
     }
 
     @Test func appIdAndEnvironmentChecks() {

@@ -86,4 +86,20 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
         try await server.close()
         try await group.shutdownGracefully()
     }
+    /// A server that accepts TCP and never answers the ClientHello: the
+    /// connect (TCP and TLS together) ends at `connectTimeout`, as a timeout.
+    @Test func aTLSHandshakeThatNeverFinishesTimesOutTheConnect() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let silent = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(silent.localAddress?.port)
+        let bound = makePool(group.next())
+        var config = UpstreamConfig(endpoints: [UpstreamEndpoint(host: "127.0.0.1", port: port, tls: true)])
+        config.connectTimeout = .milliseconds(300)
+        let tls = try TLSClientContext(caFile: nil, certificatePath: nil, privateKeyPath: nil)
+        let started = NIODeadline.now()
+        #expect(try await lease(bound, config, tls: tls) == .connectTimeout)
+        #expect(NIODeadline.now() - started < .seconds(5))
+        try await silent.close()
+        try await group.shutdownGracefully()
+    }
 }
