@@ -128,6 +128,30 @@ extension Integration {
             try await h.stop()
         }
 
+        /// A reload that leaves an upstream's TLS settings and files as they
+        /// were keeps its connections; a CA file replaced in place is read
+        /// again, and connections verified with the old bytes are retired.
+        @Test func aReloadKeepsConnectionsUnlessTheTLSFilesChanged() async throws {
+            let pki = try await TestPKI.shared.value
+            let up = try Self.upstream(pki)
+            defer { up.stop() }
+            let ca = NSTemporaryDirectory() + "assertgate-upstream-ca-\(UUID().uuidString).pem"
+            try FileManager.default.copyItem(atPath: pki.caCertificate, toPath: ca)
+            defer { try? FileManager.default.removeItem(atPath: ca) }
+            let h = try await Self.gateway(port: up.port, tls: Self.tls(ca: ca))
+            let first = try await Self.get(h, "/x")
+            #expect(first.status == 200)
+            await h.gateway.reload(h.gateway.config)
+            let same = try await Self.get(h, "/x")
+            #expect(same.status == 200)
+            #expect(try Self.seen(same.body).connection == Self.seen(first.body).connection)
+            try FileManager.default.removeItem(atPath: ca)
+            try FileManager.default.copyItem(atPath: pki.otherCACertificate, toPath: ca)
+            await h.gateway.reload(h.gateway.config)
+            #expect(try await Self.get(h, "/x").status == 502)
+            try await h.stop()
+        }
+
         /// Two upstreams at one address with different TLS settings keep
         /// their own connections: the one whose `serverName` the certificate
         /// does not carry is refused every time, however warm the other's

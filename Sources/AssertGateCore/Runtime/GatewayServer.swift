@@ -230,7 +230,7 @@ public final class GatewayServer: Sendable {
         do {
             config = try ConfigLoader.load(path: configPath)
             enforcement = try EnforcementContext(config: config, refreshesReceipts: refresher != nil)
-            upstreamTLS = try UpstreamTLSContexts(config: config)
+            upstreamTLS = try UpstreamTLSContexts(config: config, reusing: gateway.upstreamTLS)
             // Last: it swaps the listeners' certificates once every one has loaded.
             certificates = try gateway.reloadListeners(from: config)
         } catch let error as ConfigError {

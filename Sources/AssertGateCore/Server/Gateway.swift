@@ -30,6 +30,7 @@ public final class Gateway: Sendable {
 
     private struct State {
         var config: GatewayConfig
+        var upstreamTLS: UpstreamTLSContexts
         /// The listeners as bound at start, each with the box its accepts read
         /// their TLS context and timeouts from (updated by `reloadListeners`).
         var bound: [(listener: ListenerConfig, live: NIOLockedValueBox<LiveListener>)] = []
@@ -47,8 +48,8 @@ public final class Gateway: Sendable {
         self.group = group
         self.logger = logger
         self.hooks = hooks
-        self.state = NIOLockedValueBox(State(config: config))
         let snapshot = GatewaySnapshot(config: config, enforcement: enforcement, upstreamTLS: upstreamTLS)
+        self.state = NIOLockedValueBox(State(config: config, upstreamTLS: snapshot.upstreamTLS))
         var workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>] = [:]
         for loop in group.makeIterator() {
             let worker = Worker(eventLoop: loop, snapshot: snapshot, hooks: hooks, logger: logger)
@@ -64,6 +65,10 @@ public final class Gateway: Sendable {
 
     /// The configuration currently in force for new requests.
     public var config: GatewayConfig { state.withLockedValue { $0.config } }
+
+    /// The upstream TLS contexts in force for new requests (a reload reuses
+    /// the ones whose settings and files did not change).
+    public var upstreamTLS: UpstreamTLSContexts { state.withLockedValue { $0.upstreamTLS } }
 
     /// Binds every listener (port 0 = ephemeral) and returns the bound ports in listener order.
     public func start() async throws -> [Int] {
@@ -193,8 +198,13 @@ public final class Gateway: Sendable {
     public func reload(
         _ config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts? = nil
     ) async {
-        state.withLockedValue { $0.config = config }
-        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement, upstreamTLS: upstreamTLS)
+        let snapshot = GatewaySnapshot(
+            config: config, enforcement: enforcement,
+            upstreamTLS: upstreamTLS ?? (try? UpstreamTLSContexts(config: config, reusing: self.upstreamTLS)))
+        state.withLockedValue {
+            $0.config = config
+            $0.upstreamTLS = snapshot.upstreamTLS
+        }
         for (_, box) in workers {
             try? await box.eventLoop.submit { box.value.snapshot = snapshot }.get()
         }
