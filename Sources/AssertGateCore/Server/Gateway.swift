@@ -198,9 +198,17 @@ public final class Gateway: Sendable {
     public func reload(
         _ config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts? = nil
     ) async {
-        let snapshot = GatewaySnapshot(
-            config: config, enforcement: enforcement,
-            upstreamTLS: upstreamTLS ?? (try? UpstreamTLSContexts(config: config, reusing: self.upstreamTLS)))
+        var tls = upstreamTLS
+        if tls == nil {
+            do {
+                tls = try UpstreamTLSContexts(config: config, reusing: self.upstreamTLS)
+            } catch {
+                // GatewayServer refuses such a file before it gets here; a direct
+                // caller gets https:// upstreams that fail closed, and this line.
+                logger.error("upstream TLS settings did not load; those upstreams will answer 502", metadata: ["error": "\(error)"])
+            }
+        }
+        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement, upstreamTLS: tls ?? UpstreamTLSContexts.none)
         state.withLockedValue {
             $0.config = config
             $0.upstreamTLS = snapshot.upstreamTLS

@@ -71,6 +71,8 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     private var delivering = false
 
     private var closeFuture: EventLoopFuture<Void>?
+    /// The mode of the close that sent our close_notify.
+    private var closingMode: CloseMode?
     /// A peer that does not read would hold our close_notify (and the socket)
     /// forever: after this long the socket is closed without it.
     private let closeNotifyTimeout: TimeAmount
@@ -160,8 +162,9 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
 
     public func channelInactive(context: ChannelHandlerContext) {
         // Bytes decrypted ahead of a read() are the peer's last words: hand
-        // them over before the close, as a cleartext channel would have.
-        if !self.plaintext.isEmpty && !self.delivering {
+        // them over before the close, as a cleartext channel would have;
+        // not after a close of our own, when nobody is listening any more.
+        if self.state == .active && !self.plaintext.isEmpty && !self.delivering {
             self.deliverPlaintext(context: context)
         }
         self.state = .closed
@@ -379,6 +382,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
                 return
             }
             self.state = .closing
+            self.closingMode = mode
             self.failPendingWrites(ChannelError.ioOnClosedChannel)
             connection.shutdown()
             let closeNotifyWritten = context.eventLoop.makePromise(of: Void.self)
@@ -403,7 +407,12 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
                 finish()
             }
         case .closing:
-            if let closeFuture = self.closeFuture {
+            if mode == .all && self.closingMode == .output {
+                // A half close (HTTP/1.1 linger) then a full one (its timer):
+                // the full one must reach the socket, not wait on the first.
+                self.closingMode = .all
+                context.close(mode: .all, promise: promise)
+            } else if let closeFuture = self.closeFuture {
                 if let promise {
                     closeFuture.cascade(to: promise)
                 }

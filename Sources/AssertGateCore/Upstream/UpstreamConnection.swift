@@ -33,10 +33,10 @@ final class UpstreamConnection {
     /// Position in the pool's in-flight list (swap-remove), -1 when not in it.
     var inflightIndex = -1
 
-    /// The TLS context the connection was verified with (nil: cleartext).
-    let tls: TLSClientContext?
+    /// The TLS settings the connection was verified with (nil: cleartext).
+    let tls: UpstreamTLS?
 
-    init(channel: Channel, endpoint: EndpointPool, handler: UpstreamClientHandler, tls: TLSClientContext? = nil) {
+    init(channel: Channel, endpoint: EndpointPool, handler: UpstreamClientHandler, tls: UpstreamTLS? = nil) {
         self.channel = channel
         self.endpoint = endpoint
         self.handler = handler

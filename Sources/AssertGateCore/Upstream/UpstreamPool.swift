@@ -67,8 +67,8 @@ final class UpstreamPool {
         return endpointPool(upstream: name, eps[start % eps.count])
     }
 
-    /// `tls`: the upstream's context for `https://` endpoints (the request's snapshot's).
-    func lease(name: String, config: UpstreamConfig, tls: TLSClientContext?, delegate: UpstreamExchangeDelegate) {
+    /// `tls`: how the upstream's `https://` endpoints are reached (the request's snapshot's).
+    func lease(name: String, config: UpstreamConfig, tls: UpstreamTLS?, delegate: UpstreamExchangeDelegate) {
         guard !config.endpoints.isEmpty else {
             delegate.upstreamLeaseFailed(.noEndpoints)
             return
@@ -109,6 +109,10 @@ final class UpstreamPool {
             pool.closeIdle(olderThan: now)
             pool.expireWaiters(now: now)
         }
+        // Pools of upstreams a reload removed (or renamed) would otherwise
+        // stay for ever; an empty one with nothing to remember is rebuilt
+        // for free the next time it is needed.
+        endpoints = endpoints.filter { !$0.value.isForgettable }
     }
 }
 
@@ -124,10 +128,11 @@ final class EndpointPool {
     private var ejectedUntil: NIODeadline?
     /// The most recent upstream config seen (limits and timeouts for new connections).
     private var config: UpstreamConfig?
-    /// `https://`: the TLS context new connections use. A reload that brings
-    /// another one (a new CA or client certificate) retires the idle
-    /// connections made with the old one.
-    private var tls: TLSClientContext?
+    /// `https://`: the newest TLS settings a lease brought; new connections
+    /// use them. Newer settings (a reload) retire the connections made with
+    /// older ones; a lease from a request still on the older configuration
+    /// does not switch back.
+    private var tls: UpstreamTLS?
     /// A TLS handshake failure is logged once per run of failures.
     private var loggedHandshakeFailure = false
 
@@ -141,6 +146,11 @@ final class EndpointPool {
         self.pool = pool
     }
 
+    /// No connection, no waiter, no failure to remember.
+    var isForgettable: Bool {
+        total == 0 && waiters.isEmpty && consecutiveFailures == 0 && ejectedUntil == nil
+    }
+
     func isEjected(now: NIODeadline) -> Bool {
         guard let until = ejectedUntil else { return false }
         if until <= now {
@@ -150,16 +160,16 @@ final class EndpointPool {
         return true
     }
 
-    func lease(config: UpstreamConfig, tls: TLSClientContext?, delegate: UpstreamExchangeDelegate, now: NIODeadline) {
+    func lease(config: UpstreamConfig, tls: UpstreamTLS?, delegate: UpstreamExchangeDelegate, now: NIODeadline) {
         self.config = config
-        if endpoint.tls, tls !== self.tls {
-            self.tls = tls
+        if endpoint.tls, let offered = tls, offered.generation > (self.tls?.generation ?? 0) {
+            self.tls = offered
             for c in idle { c.close() }
         }
         while let c = idle.popLast() {
             // A connection verified under settings a reload replaced (it was
             // busy at the reload) is not reused.
-            if c.channel.isActive, !c.isClosed, c.tls === self.tls {
+            if c.channel.isActive, !c.isClosed, c.tls?.generation == self.tls?.generation {
                 c.begin(delegate: delegate, responseTimeout: config.responseTimeout, idleTimeout: config.idleTimeout)
                 delegate.upstreamLeased(c)
                 return
@@ -178,7 +188,7 @@ final class EndpointPool {
         let loop = pool.eventLoop
         let tls: (context: TLSClientContext, serverName: String)?
         if endpoint.tls {
-            guard let context = self.tls else {
+            guard let settings = self.tls else {
                 // Only a snapshot whose TLS files did not load gets here (serve
                 // and reload refuse those): fail closed, never fall back to cleartext.
                 total -= 1
@@ -187,7 +197,7 @@ final class EndpointPool {
                 serveWaiter()
                 return
             }
-            tls = (context, config.tls?.serverName ?? endpoint.host)
+            tls = (settings.context, settings.serverName ?? endpoint.host)
         } else {
             tls = nil
         }
@@ -210,10 +220,10 @@ final class EndpointPool {
                 // TCP and TLS together get `connectTimeout`, as a cleartext connect does.
                 Self.handshake(channel, tls: tls != nil, until: started + connectTimeout, timeout: connectTimeout)
             }
-        let bound = NIOLoopBound((self, delegate, tls?.context), eventLoop: loop)
+        let bound = NIOLoopBound((self, delegate, endpoint.tls ? self.tls : nil), eventLoop: loop)
         future.whenComplete { result in
-            let (ep, delegate, context) = bound.value
-            ep.connectCompleted(result, config: config, tls: context, delegate: delegate)
+            let (ep, delegate, settings) = bound.value
+            ep.connectCompleted(result, config: config, tls: settings, delegate: delegate)
         }
     }
 
@@ -252,7 +262,7 @@ final class EndpointPool {
     }
 
     private func connectCompleted(
-        _ result: Result<Channel, Error>, config: UpstreamConfig, tls: TLSClientContext?,
+        _ result: Result<Channel, Error>, config: UpstreamConfig, tls: UpstreamTLS?,
         delegate: UpstreamExchangeDelegate
     ) {
         switch result {
@@ -265,6 +275,7 @@ final class EndpointPool {
                 total -= 1
                 channel.close(promise: nil)
                 delegate.upstreamLeaseFailed(.connectFailed)
+                serveWaiter()
                 return
             }
             let c = UpstreamConnection(channel: channel, endpoint: self, handler: handler, tls: tls)
@@ -300,9 +311,10 @@ final class EndpointPool {
 
     /// A finished keep-alive connection: hand it to a waiter or park it.
     func release(_ c: UpstreamConnection) {
-        if c.tls !== tls {
-            // Verified under TLS settings a reload has replaced: closing it
-            // lets a waiter connect afresh (`connectionClosed`).
+        if c.tls?.generation != tls?.generation || !c.channel.isActive {
+            // Verified under TLS settings a reload has replaced, or closed
+            // while its last bytes were handed over: closing it lets a
+            // waiter connect afresh (`connectionClosed`).
             c.close()
             return
         }

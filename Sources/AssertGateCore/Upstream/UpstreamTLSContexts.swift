@@ -1,4 +1,22 @@
+import NIOConcurrencyHelpers
 import Verifier
+
+/// What an `https://` upstream's connections are made with. `generation`
+/// grows with every context built, so a pool can tell newer settings from
+/// older ones: requests still running on the configuration before a reload
+/// must not switch it back.
+public struct UpstreamTLS: Sendable {
+    public let context: TLSClientContext
+    /// The name the certificate must carry; nil = each endpoint's host.
+    public let serverName: String?
+    public let generation: UInt64
+
+    init(context: TLSClientContext, serverName: String?, generation: UInt64) {
+        self.context = context
+        self.serverName = serverName
+        self.generation = generation
+    }
+}
 
 /// The client TLS contexts of a configuration's `https://` upstreams, by
 /// upstream name. Built once per configuration (at start and at each reload)
@@ -16,8 +34,9 @@ public struct UpstreamTLSContexts: Sendable {
         /// SHA-256 over the files' bytes (CA, certificate, key), to notice a
         /// file replaced in place; nil when one could not be read.
         let fingerprint: [UInt8]?
-        let context: TLSClientContext
+        let tls: UpstreamTLS
     }
+    private static let generations = NIOLockedValueBox<UInt64>(0)
     private let byUpstream: [String: Entry]
 
     public struct LoadError: Error, CustomStringConvertible {
@@ -48,7 +67,12 @@ public struct UpstreamTLSContexts: Sendable {
             do {
                 let context = try TLSClientContext(
                     caFile: settings.caFile, certificatePath: settings.certificate, privateKeyPath: settings.privateKey)
-                entries[name] = Entry(settings: settings, fingerprint: fingerprint, context: context)
+                let generation = Self.generations.withLockedValue { g -> UInt64 in
+                    g += 1
+                    return g
+                }
+                let tls = UpstreamTLS(context: context, serverName: settings.serverName, generation: generation)
+                entries[name] = Entry(settings: settings, fingerprint: fingerprint, tls: tls)
             } catch {
                 throw LoadError(upstream: name, underlying: error)
             }
@@ -56,8 +80,8 @@ public struct UpstreamTLSContexts: Sendable {
         byUpstream = entries
     }
 
-    /// The context for `upstream`'s `https://` endpoints; nil for a cleartext upstream.
-    public subscript(upstream: String) -> TLSClientContext? { byUpstream[upstream]?.context }
+    /// How `upstream`'s `https://` endpoints are reached; nil for a cleartext upstream.
+    public subscript(upstream: String) -> UpstreamTLS? { byUpstream[upstream]?.tls }
 
     private static func fingerprint(_ settings: ClientTLSConfig) -> [UInt8]? {
         var all: [UInt8] = []

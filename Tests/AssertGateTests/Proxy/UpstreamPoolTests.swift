@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 
+import AssertGateTestSupport
 @testable import AssertGateCore
 
 /// Records lease results; completes a promise on the first.
@@ -27,7 +28,7 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
     static let dead = UpstreamEndpoint(host: "127.0.0.1", port: 9)
 
     private func lease(
-        _ pool: NIOLoopBoundBox<UpstreamPool>, _ config: UpstreamConfig, tls: TLSClientContext? = nil
+        _ pool: NIOLoopBoundBox<UpstreamPool>, _ config: UpstreamConfig, tls: UpstreamTLS? = nil
     ) async throws -> UpstreamError? {
         let promise = pool.eventLoop.makePromise(of: UpstreamError?.self)
         try await pool.eventLoop.submit {
@@ -95,11 +96,41 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
         let bound = makePool(group.next())
         var config = UpstreamConfig(endpoints: [UpstreamEndpoint(host: "127.0.0.1", port: port, tls: true)])
         config.connectTimeout = .milliseconds(300)
-        let tls = try TLSClientContext(caFile: nil, certificatePath: nil, privateKeyPath: nil)
+        let tls = UpstreamTLS(
+            context: try TLSClientContext(caFile: nil, certificatePath: nil, privateKeyPath: nil), serverName: nil, generation: 1)
         let started = NIODeadline.now()
         #expect(try await lease(bound, config, tls: tls) == .connectTimeout)
         #expect(NIODeadline.now() - started < .seconds(5))
         try await silent.close()
+        try await group.shutdownGracefully()
+    }
+    /// After a reload, a request still on the older configuration must not
+    /// switch the pool back to the older TLS settings: new connections keep
+    /// the newest (here the older settings trust another CA and would fail).
+    @Test func olderTLSSettingsNeverReplaceNewerOnes() async throws {
+        let pki = try await TestPKI.shared.value
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try TLSServerContext(config: TLSConfig(certificate: pki.serverCertificate, privateKey: pki.serverKey))
+        let listener = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(OpenSSLHandler(context: server)) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(listener.localAddress?.port)
+        let bound = makePool(group.next())
+        let config = UpstreamConfig(endpoints: [UpstreamEndpoint(host: "127.0.0.1", port: port, tls: true)])
+        func settings(ca: String, generation: UInt64) throws -> UpstreamTLS {
+            UpstreamTLS(
+                context: try TLSClientContext(caFile: ca, certificatePath: nil, privateKeyPath: nil), serverName: nil,
+                generation: generation)
+        }
+        let older = try settings(ca: pki.otherCACertificate, generation: 1)
+        let newer = try settings(ca: pki.caCertificate, generation: 2)
+        #expect(try await lease(bound, config, tls: newer) == nil)
+        #expect(try await lease(bound, config, tls: older) == nil, "the older settings took over")
+        // Newer settings do take over, even when they fail.
+        #expect(try await lease(bound, config, tls: try settings(ca: pki.otherCACertificate, generation: 3)) == .connectFailed)
+        try await listener.close()
         try await group.shutdownGracefully()
     }
 }

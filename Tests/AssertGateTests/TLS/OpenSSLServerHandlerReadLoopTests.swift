@@ -187,6 +187,23 @@ import Testing
         #expect(harness.client.peerClosed, "close_notify after the body")
         #expect(!channel.isActive)
     }
+
+    /// HTTP/1.1 lingering: a half close sends close_notify, and the linger
+    /// timer's full close later must reach the socket, not wait on the first.
+    @Test func aFullCloseAfterAHalfCloseClosesTheSocket() async throws {
+        let harness = try await self.makeHarness(autoRead: true)
+        try harness.handshake()
+        harness.channel.close(mode: .output, promise: nil)
+        harness.channel.embeddedEventLoop.run()
+        try harness.serverToClient()
+        #expect(try harness.client.readPlaintext().isEmpty)
+        #expect(harness.client.peerClosed, "close_notify on the half close")
+        #expect(harness.socket.closes == [.output])
+        harness.channel.close(mode: .all, promise: nil)
+        harness.channel.embeddedEventLoop.run()
+        #expect(harness.socket.closes == [.output, .all])
+        #expect(!harness.channel.isActive)
+    }
 }
 
 /// Byte equality that reports only the lengths when it fails (a failed

@@ -34,6 +34,19 @@ final class SimulatedSocket: ChannelOutboundHandler {
         context.read()
     }
 
+    /// Every close that reached the socket, in order. A half close (which
+    /// `EmbeddedChannel` does not support) is recorded and succeeds here.
+    private(set) var closes: [CloseMode] = []
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        self.closes.append(mode)
+        if mode == .output {
+            promise?.succeed()
+        } else {
+            context.close(mode: mode, promise: promise)
+        }
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         self.bytesWritten += self.unwrapOutboundIn(data).readableBytes
         context.write(data, promise: promise)
