@@ -2,7 +2,8 @@
 # in. Expects ROOT, and ON_REST (a prefix such as "taskset -c 0", or empty).
 # Sets WORK, DEV, UP/RP/GP/AP (free loopback ports) and pids (for cleanup);
 # starts nginx (the upstream) and redis-server, creates the device CAs and
-# writes $WORK/gw.yaml (/api/ enforced, /open/ passthrough).
+# writes $WORK/gw.yaml (/api/ enforced, /open/ passthrough). NGINX_EXTRA: more
+# directives for nginx's server block (another listen, say).
 
 WORK="$(mktemp -d /tmp/assertgate-bench.XXXXXX)"
 BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
@@ -28,6 +29,7 @@ http {
   keepalive_timeout 120s;
   server {
     listen 127.0.0.1:$UP;
+    ${NGINX_EXTRA:-}
     location / { default_type application/json; return 200 '{"ok":true,"padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}\n'; }
   }
 }

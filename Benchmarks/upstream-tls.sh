@@ -13,56 +13,33 @@
 set -euo pipefail
 ROUNDS="${1:-3}"; SECS="${2:-8}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+PKI="$(mktemp -d /tmp/assertgate-upstream-tls.XXXXXX)"
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1)
+openssl req -x509 "${ec[@]}" -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -subj "/CN=bench CA" 2>/dev/null
+openssl req -x509 -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" "${ec[@]}" -keyout "$PKI/up.key" -out "$PKI/up.crt" \
+    -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
+UPS=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+# The bench's nginx, Redis and ports (bench-env.sh), with a TLS 1.3 listener added.
+NGINX_EXTRA="listen 127.0.0.1:$UPS ssl; ssl_certificate $PKI/up.crt; ssl_certificate_key $PKI/up.key; ssl_protocols TLSv1.3;"
+ON_REST="taskset -c 0"
+. "$ROOT/Benchmarks/bench-env.sh"
 GW="$BIN/assertgate"
 [ -x "$GW" ] || { echo "build first: swift build -c release --product assertgate" >&2; exit 2; }
-WORK="$(mktemp -d /tmp/assertgate-upstream-tls.XXXXXX)"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-UP=$(free_port); UPS=$(free_port); GP=$(free_port); AP=$(free_port)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
-
-ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1)
-openssl req -x509 "${ec[@]}" -keyout "$WORK/ca.key" -out "$WORK/ca.crt" -subj "/CN=bench CA" 2>/dev/null
-openssl req -x509 -CA "$WORK/ca.crt" -CAkey "$WORK/ca.key" "${ec[@]}" -keyout "$WORK/up.key" -out "$WORK/up.crt" \
-    -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
-mkdir -p "$WORK/nginx/logs"
-cat >"$WORK/nginx/nginx.conf" <<NG
-worker_processes 1;
-error_log $WORK/nginx/logs/error.log warn;
-pid $WORK/nginx/nginx.pid;
-events { worker_connections 16384; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  keepalive_timeout 120s;
-  server {
-    listen 127.0.0.1:$UP;
-    listen 127.0.0.1:$UPS ssl;
-    ssl_certificate $WORK/up.crt;
-    ssl_certificate_key $WORK/up.key;
-    ssl_protocols TLSv1.3;
-    location / { default_type application/json; return 200 '{"ok":true,"padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}\n'; }
-  }
-}
-NG
-taskset -c 0 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
-cat >"$WORK/gw.yaml" <<YAML
+cat >"$WORK/gw-tls.yaml" <<YAML
 listeners: [{address: 127.0.0.1:$GP}]
 admin: {address: 127.0.0.1:$AP}
 apps: [{appId: ABCDE12345.com.example.app}]
 store: {memory: {}}
 upstreams:
   plain: {endpoints: [http://127.0.0.1:$UP], maxConnectionsPerEndpoint: 1024}
-  tls: {endpoints: [https://127.0.0.1:$UPS], tls: {caFile: $WORK/ca.crt}, maxConnectionsPerEndpoint: 1024}
+  tls: {endpoints: [https://127.0.0.1:$UPS], tls: {caFile: $PKI/ca.crt}, maxConnectionsPerEndpoint: 1024}
 routes:
   - {match: {prefix: /plain/}, upstream: plain, mode: passthrough}
   - {match: {prefix: /tls/}, upstream: tls, mode: passthrough}
 logging: {level: warning, format: text}
 YAML
-taskset -c 1 "$GW" serve --config "$WORK/gw.yaml" --workers 1 >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$AP/readyz" >/dev/null && break; sleep 0.1; done
+taskset -c 1 "$GW" serve --config "$WORK/gw-tls.yaml" --workers 1 >"$WORK/gateway.log" 2>&1 & GWPID=$!; pids+=($GWPID)
+wait_ready
 cpu() { awk '{print $14 + $15}' "/proc/$GWPID/stat"; }
 hz=$(getconf CLK_TCK)
 echo "| run | requests/s | gateway µs/request | upstream connections open |"
