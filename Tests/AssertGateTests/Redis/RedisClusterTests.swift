@@ -227,7 +227,10 @@ struct RedisClusterTests {
             return loop.makeSucceededFuture("$1\r\nx\r\n")
         }
         let second = try await ScriptedRedisServer(group: group) { _, _ in loop.makeSucceededFuture("-ERR no\r\n") }
-        let store = makeStore(seeds: [first.port, second.port], group: group)
+        // A command timeout the test never reaches: on a loaded host the
+        // unanswered CLUSTER SLOTS must end by the shutdown, not by timing out
+        // (after which trying the second seed would be right).
+        let store = makeStore(seeds: [first.port, second.port], group: group, commandTimeout: .seconds(60))
         let client = try #require(store.redis as? RedisClusterClient)
         try await asked.futureResult.get()
         try await store.shutdown().get()
@@ -263,9 +266,11 @@ struct RedisClusterTests {
 
     // MARK: helpers
 
-    private func makeStore(seeds: [Int], group: EventLoopGroup, metrics: GatewayMetrics? = nil) -> RedisStore {
+    private func makeStore(
+        seeds: [Int], group: EventLoopGroup, metrics: GatewayMetrics? = nil, commandTimeout: TimeAmount = .seconds(2)
+    ) -> RedisStore {
         var config = RedisClientConfiguration(
-            url: RedisURL(host: "127.0.0.1", port: seeds[0]), connectTimeout: .seconds(2), commandTimeout: .seconds(2))
+            url: RedisURL(host: "127.0.0.1", port: seeds[0]), connectTimeout: .seconds(2), commandTimeout: commandTimeout)
         config.clusterSeeds = seeds.map { RedisNodeAddress(host: "127.0.0.1", port: $0) }
         config.clusterMetrics = metrics?.redisCluster
         return RedisStore(configuration: config, eventLoop: group.next())
