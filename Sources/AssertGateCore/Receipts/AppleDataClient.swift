@@ -157,18 +157,8 @@ final class AppleDataClient: Sendable {
                 loop.makeFailedFuture(ClientError.connect("cannot connect to \(host): \(error)"))
             }
             .flatMap { channel in
-                let handshake = try? channel.pipeline.syncOperations.handler(type: OpenSSLHandler.self).handshakeFuture
-                guard let handshake else { return loop.makeSucceededFuture(channel) }
-                let deadline = loop.scheduleTask(in: self.timeout) { channel.close(promise: nil) }
-                return handshake.map { _ in
-                    deadline.cancel()
-                    return channel
-                }.flatMapError { error in
-                    deadline.cancel()
-                    channel.close(promise: nil)
-                    let reason = (error as? TLSConnectionError)?.reason ?? "connection closed during the handshake"
-                    return loop.makeFailedFuture(ClientError.connect("TLS to \(host): \(reason)"))
-                }
+                OpenSSLHandler.clientHandshake(on: channel, deadline: .now() + self.timeout).map { channel }
+                    .flatMapErrorThrowing { error in throw ClientError.connect("TLS to \(host): \(error)") }
             }
     }
 

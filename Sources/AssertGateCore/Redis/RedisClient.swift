@@ -343,24 +343,11 @@ public final class RedisClient: @unchecked Sendable {
     private func tlsReady(_ channel: Channel) -> EventLoopFuture<Void> {
         guard configuration.tls != nil else { return eventLoop.makeSucceededVoidFuture() }
         let endpoint = "\(HostPort(host: configuration.url.host, port: configuration.url.port))"
-        do {
-            let handler = try channel.pipeline.syncOperations.handler(type: OpenSSLHandler.self)
-            guard let done = handler.handshakeFuture else {
-                throw StoreError.unavailable(.connectFailed("TLS to \(endpoint): no handshake started"))
+        // The attempt gives a server that never finishes TLS its connect timeout.
+        return OpenSSLHandler.clientHandshake(on: channel, deadline: .now() + configuration.connectTimeout)
+            .flatMapErrorThrowing { error in
+                throw StoreError.unavailable(.connectFailed("TLS to \(endpoint): \(error)"))
             }
-            // A server that accepts TCP and never finishes TLS: close the
-            // channel at the attempt's deadline (the attempt has given up on it).
-            let deadline = channel.eventLoop.scheduleTask(in: configuration.connectTimeout) {
-                channel.close(promise: nil)
-            }
-            done.whenComplete { _ in deadline.cancel() }
-            return done.flatMapErrorThrowing { error in
-                let reason = (error as? TLSConnectionError)?.reason ?? "connection closed during the handshake"
-                throw StoreError.unavailable(.connectFailed("TLS to \(endpoint): \(reason)"))
-            }
-        } catch {
-            return eventLoop.makeFailedFuture(error)
-        }
     }
 
     /// AUTH and SELECT from the URL, then SCRIPT LOAD of every script, pipelined.

@@ -216,9 +216,10 @@ final class EndpointPool {
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
-            .flatMap { channel in
+            .flatMap { channel -> EventLoopFuture<Channel> in
+                guard tls != nil else { return channel.eventLoop.makeSucceededFuture(channel) }
                 // TCP and TLS together get `connectTimeout`, as a cleartext connect does.
-                Self.handshake(channel, tls: tls != nil, until: started + connectTimeout, timeout: connectTimeout)
+                return OpenSSLHandler.clientHandshake(on: channel, deadline: started + connectTimeout).map { channel }
             }
         let bound = NIOLoopBound((self, delegate, endpoint.tls ? self.tls : nil), eventLoop: loop)
         future.whenComplete { result in
@@ -227,39 +228,6 @@ final class EndpointPool {
         }
     }
 
-    /// Why a TLS connection could not be used.
-    struct HandshakeFailed: Error {
-        let reason: String
-        var timedOut = false
-    }
-
-    /// The channel once its TLS handshake has completed (at once for
-    /// cleartext). A server that accepts TCP and never finishes TLS is given
-    /// until `deadline` (the connect's) before the channel is closed.
-    private static func handshake(
-        _ channel: Channel, tls: Bool, until deadline: NIODeadline, timeout: TimeAmount
-    ) -> EventLoopFuture<Channel> {
-        guard tls else { return channel.eventLoop.makeSucceededFuture(channel) }
-        guard let handler = try? channel.pipeline.syncOperations.handler(type: OpenSSLHandler.self),
-            let done = handler.handshakeFuture
-        else {
-            channel.close(promise: nil)
-            return channel.eventLoop.makeFailedFuture(HandshakeFailed(reason: "no handshake started"))
-        }
-        let expired = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
-        let timer = channel.eventLoop.scheduleTask(deadline: deadline) {
-            expired.value = true
-            channel.close(promise: nil)
-        }
-        done.whenComplete { _ in timer.cancel() }
-        return done.map { channel }.flatMapErrorThrowing { error in
-            channel.close(promise: nil)
-            if expired.value {
-                throw HandshakeFailed(reason: "no TLS handshake within \(DurationParser.format(timeout))", timedOut: true)
-            }
-            throw HandshakeFailed(reason: (error as? TLSConnectionError)?.reason ?? "connection closed during the handshake")
-        }
-    }
 
     private func connectCompleted(
         _ result: Result<Channel, Error>, config: UpstreamConfig, tls: UpstreamTLS?,
@@ -289,12 +257,12 @@ final class EndpointPool {
         case .failure(let error):
             total -= 1
             consecutiveFailures += 1
-            if let failed = error as? HandshakeFailed, !loggedHandshakeFailure {
+            if let failed = error as? TLSClientHandshakeError, !loggedHandshakeFailure {
                 // The usual cause is configuration (CA, name, client certificate):
                 // say so once, not once per request.
                 loggedHandshakeFailure = true
-                pool.logger.warning(
-                    "upstream TLS handshake failed", metadata: ["endpoint": "\(endpoint)", "reason": "\(failed.reason)"])
+                let reason = failed.timedOut ? "no TLS handshake within \(DurationParser.format(config.connectTimeout))" : failed.reason
+                pool.logger.warning("upstream TLS handshake failed", metadata: ["endpoint": "\(endpoint)", "reason": "\(reason)"])
             }
             if consecutiveFailures >= ejectAfterFailures {
                 ejectedUntil = .now() + ejectCoolDown
@@ -303,7 +271,7 @@ final class EndpointPool {
             }
             var e = UpstreamError.connectFailed
             if case ChannelError.connectTimeout = error { e = .connectTimeout }
-            if let failed = error as? HandshakeFailed, failed.timedOut { e = .connectTimeout }
+            if let failed = error as? TLSClientHandshakeError, failed.timedOut { e = .connectTimeout }
             delegate.upstreamLeaseFailed(e)
             serveWaiter()
         }
