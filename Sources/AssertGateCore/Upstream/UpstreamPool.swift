@@ -186,21 +186,18 @@ final class EndpointPool {
     private func connect(config: UpstreamConfig, delegate: UpstreamExchangeDelegate) {
         total += 1
         let loop = pool.eventLoop
-        let tls: (context: TLSClientContext, serverName: String)?
-        if endpoint.tls {
-            guard let settings = self.tls else {
-                // Only a snapshot whose TLS files did not load gets here (serve
-                // and reload refuse those): fail closed, never fall back to cleartext.
-                total -= 1
-                pool.logger.error("upstream has no TLS context", metadata: ["endpoint": "\(endpoint)"])
-                delegate.upstreamLeaseFailed(.connectFailed)
-                serveWaiter()
-                return
-            }
-            tls = (settings.context, settings.serverName ?? endpoint.host)
-        } else {
-            tls = nil
+        // https:// without settings: only a snapshot whose TLS files did not
+        // load gets here (serve and reload refuse those). Fail closed, never
+        // fall back to cleartext.
+        let tls = endpoint.tls ? self.tls : nil
+        if endpoint.tls, tls == nil {
+            total -= 1
+            pool.logger.error("upstream has no TLS context", metadata: ["endpoint": "\(endpoint)"])
+            delegate.upstreamLeaseFailed(.connectFailed)
+            serveWaiter()
+            return
         }
+        let serverName = tls?.serverName ?? endpoint.host
         let connectTimeout = config.connectTimeout
         let started = NIODeadline.now()
         let future = ClientBootstrap(group: loop)
@@ -210,7 +207,7 @@ final class EndpointPool {
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
                         try channel.pipeline.syncOperations.addHandler(
-                            OpenSSLHandler(client: tls.context, serverName: tls.serverName))
+                            OpenSSLHandler(client: tls.context, serverName: serverName))
                     }
                     try UpstreamClientHandler.install(on: channel.pipeline.syncOperations)
                 }
@@ -221,13 +218,12 @@ final class EndpointPool {
                 // TCP and TLS together get `connectTimeout`, as a cleartext connect does.
                 return OpenSSLHandler.clientHandshake(on: channel, deadline: started + connectTimeout).map { channel }
             }
-        let bound = NIOLoopBound((self, delegate, endpoint.tls ? self.tls : nil), eventLoop: loop)
+        let bound = NIOLoopBound((self, delegate, tls), eventLoop: loop)
         future.whenComplete { result in
             let (ep, delegate, settings) = bound.value
             ep.connectCompleted(result, config: config, tls: settings, delegate: delegate)
         }
     }
-
 
     private func connectCompleted(
         _ result: Result<Channel, Error>, config: UpstreamConfig, tls: UpstreamTLS?,
