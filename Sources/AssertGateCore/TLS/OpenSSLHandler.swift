@@ -75,7 +75,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     private var closingMode: CloseMode?
     /// A peer that does not read would hold our close_notify (and the socket)
     /// forever: after this long the socket is closed without it.
-    private let closeNotifyTimeout: TimeAmount
+    private static let closeNotifyTimeout: TimeAmount = .seconds(2)
 
     /// True once the peer's close_notify arrived: a close without it may be
     /// a truncation (RFC 8446 §6.1), which a body delimited by the close
@@ -87,24 +87,16 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     private var loggedFailure = false
 
     /// Server side of an accepted connection.
-    public init(
-        context: TLSServerContext, logger: Logger = Logger(label: "assertgate.tls"),
-        closeNotifyTimeout: TimeAmount = .seconds(2)
-    ) {
+    public init(context: TLSServerContext, logger: Logger = Logger(label: "assertgate.tls")) {
         self.role = .server(context)
         self.logger = logger
-        self.closeNotifyTimeout = closeNotifyTimeout
     }
 
     /// Client side of an outbound connection; the server's certificate must
     /// verify against `context`'s trust and match `serverName`.
-    public init(
-        client context: TLSClientContext, serverName: String, logger: Logger = Logger(label: "assertgate.tls"),
-        closeNotifyTimeout: TimeAmount = .seconds(2)
-    ) {
+    public init(client context: TLSClientContext, serverName: String, logger: Logger = Logger(label: "assertgate.tls")) {
         self.role = .client(context, serverName: serverName)
         self.logger = logger
-        self.closeNotifyTimeout = closeNotifyTimeout
     }
 
     /// Client role: succeeds once the handshake is done (writes made before
@@ -401,7 +393,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
                 done = true
                 context.close(mode: mode, promise: closed)
             }
-            let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: self.closeNotifyTimeout) { finish() }
+            let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.closeNotifyTimeout) { finish() }
             closeNotifyWritten.futureResult.assumeIsolated().whenComplete { _ in
                 deadline.cancel()
                 finish()
