@@ -10,8 +10,8 @@ requires a client certificate that CA signed. Every other request is answered 20
 with JSON: the method, the path, the headers as received (names lower-cased),
 the common name of the client certificate (null without one) and the number
 of the connection it came on (1, 2, ... in accept order). Exits when
-its stdin closes. Python's ssl and http.server: a TLS stack and an HTTP
-server that share no code with the gateway.
+its stdin closes. Python's http.server and ssl module: an HTTP server and a
+TLS layer other than the gateway's (ssl drives the same OpenSSL library).
 """
 import json
 import os
