@@ -322,8 +322,11 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
         // sent counts as an error too.
         // Over TLS only a close_notify ends such a body: a bare FIN could be
         // anyone's, and would pass a truncated body on as complete.
-        let cleanClose = (try? context.pipeline.syncOperations.handler(type: OpenSSLHandler.self))?.receivedCloseNotify ?? true
-        if parser.connectionClosed(), !failed, cleanClose, c?.requestDone == true { c?.receivedEnd(reusable: false) }
+        if parser.connectionClosed(), !failed, c?.requestDone == true,
+            c?.tls == nil || (try? context.pipeline.syncOperations.handler(type: OpenSSLHandler.self))?.receivedCloseNotify == true
+        {
+            c?.receivedEnd(reusable: false)
+        }
         connection = nil
         c?.channelClosed()
         context.fireChannelInactive()

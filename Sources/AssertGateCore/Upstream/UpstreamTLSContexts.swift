@@ -25,7 +25,7 @@ public struct UpstreamTLS: Sendable {
 /// its upstream without the TLS settings it was configured with.
 ///
 /// A reload keeps an upstream's context (and so its kept-alive connections,
-/// which the pools compare by context) when its settings and the bytes of
+/// which the pools compare by generation) when its settings and the bytes of
 /// its files are unchanged; a changed setting or a file replaced in place
 /// gets a new context, and connections made under the old one are retired.
 public struct UpstreamTLSContexts: Sendable {
