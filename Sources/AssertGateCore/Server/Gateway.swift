@@ -108,38 +108,42 @@ public final class Gateway: Sendable {
     private func bind(_ listener: ListenerConfig, live: NIOLockedValueBox<LiveListener>) async throws -> any Channel {
         let workers = self.workers
         let logger = self.logger
-        return try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 1024)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.maxMessagesPerRead, value: 16)
-            .childChannelInitializer { channel in
-                guard let box = workers[ObjectIdentifier(channel.eventLoop)] else {
-                    return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
-                }
-                return channel.eventLoop.makeCompletedFuture {
-                    let worker = box.value
-                    if worker.isQuiescing { throw ChannelError.ioOnClosedChannel }
-                    let id = ObjectIdentifier(channel)
-                    worker.connections[id] = channel
-                    channel.closeFuture.whenComplete { _ in box.value.connections.removeValue(forKey: id) }
-                    let sync = channel.pipeline.syncOperations
-                    // The settings current at accept; a connection keeps them for its life.
-                    let settings = live.withLockedValue { $0 }
-                    try sync.addHandler(
-                        ConnectionTimeoutHandler(
-                            handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
-                            headerTimeout: settings.headerTimeout))
-                    if let tls = settings.tls {
-                        try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
-                        try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
-                    } else {
-                        try sync.addHandler(ProtocolDetector(worker: worker))
+        do {
+            return try await ServerBootstrap(group: group)
+                .serverChannelOption(.backlog, value: 1024)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelOption(.maxMessagesPerRead, value: 16)
+                .childChannelInitializer { channel in
+                    guard let box = workers[ObjectIdentifier(channel.eventLoop)] else {
+                        return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+                    }
+                    return channel.eventLoop.makeCompletedFuture {
+                        let worker = box.value
+                        if worker.isQuiescing { throw ChannelError.ioOnClosedChannel }
+                        let id = ObjectIdentifier(channel)
+                        worker.connections[id] = channel
+                        channel.closeFuture.whenComplete { _ in box.value.connections.removeValue(forKey: id) }
+                        let sync = channel.pipeline.syncOperations
+                        // The settings current at accept; a connection keeps them for its life.
+                        let settings = live.withLockedValue { $0 }
+                        try sync.addHandler(
+                            ConnectionTimeoutHandler(
+                                handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
+                                headerTimeout: settings.headerTimeout))
+                        if let tls = settings.tls {
+                            try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
+                            try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
+                        } else {
+                            try sync.addHandler(ProtocolDetector(worker: worker))
+                        }
                     }
                 }
-            }
-            .bind(host: listener.address.host, port: listener.address.port)
-            .get()
+                .bind(host: listener.address.host, port: listener.address.port)
+                .get()
+        } catch {
+            throw ListenerBindError(address: listener.address, underlying: error)
+        }
     }
 
     /// What a reload did to the listeners.
