@@ -34,7 +34,7 @@ echo "swift build $* (full output: $log)"
             if [[ $line =~ ^\[([0-9]+)/([0-9]+)\]\ (.*)$ ]]; then
                 n=${BASH_REMATCH[1]} m=${BASH_REMATCH[2]} step=${BASH_REMATCH[3]}
                 elapsed=$((SECONDS - start))
-                if ((elapsed - shown >= every)); then
+                if ((m > 0 && elapsed - shown >= every)); then
                     shown=$elapsed
                     left=""
                     if ((n >= 20 && elapsed >= 20)); then

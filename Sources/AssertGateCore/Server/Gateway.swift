@@ -88,7 +88,12 @@ public final class Gateway: Sendable {
                 // or key fails `start()` with a typed error naming the file.
                 let tls = try listener.tls.map { try TLSServerContext(config: $0) }
                 let live = NIOLockedValueBox(LiveListener(listener, tls: tls))
-                let channel = try await bind(listener, live: live)
+                let channel: any Channel
+                do {
+                    channel = try await bind(listener, live: live)
+                } catch {
+                    throw ListenerBindError(address: listener.address, underlying: error)
+                }
                 channels.append(channel)
                 bound.append((listener, live))
                 ports.append(channel.localAddress?.port ?? listener.address.port)
@@ -108,42 +113,38 @@ public final class Gateway: Sendable {
     private func bind(_ listener: ListenerConfig, live: NIOLockedValueBox<LiveListener>) async throws -> any Channel {
         let workers = self.workers
         let logger = self.logger
-        do {
-            return try await ServerBootstrap(group: group)
-                .serverChannelOption(.backlog, value: 1024)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelOption(.maxMessagesPerRead, value: 16)
-                .childChannelInitializer { channel in
-                    guard let box = workers[ObjectIdentifier(channel.eventLoop)] else {
-                        return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
-                    }
-                    return channel.eventLoop.makeCompletedFuture {
-                        let worker = box.value
-                        if worker.isQuiescing { throw ChannelError.ioOnClosedChannel }
-                        let id = ObjectIdentifier(channel)
-                        worker.connections[id] = channel
-                        channel.closeFuture.whenComplete { _ in box.value.connections.removeValue(forKey: id) }
-                        let sync = channel.pipeline.syncOperations
-                        // The settings current at accept; a connection keeps them for its life.
-                        let settings = live.withLockedValue { $0 }
-                        try sync.addHandler(
-                            ConnectionTimeoutHandler(
-                                handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
-                                headerTimeout: settings.headerTimeout))
-                        if let tls = settings.tls {
-                            try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
-                            try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
-                        } else {
-                            try sync.addHandler(ProtocolDetector(worker: worker))
-                        }
+        return try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                guard let box = workers[ObjectIdentifier(channel.eventLoop)] else {
+                    return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    let worker = box.value
+                    if worker.isQuiescing { throw ChannelError.ioOnClosedChannel }
+                    let id = ObjectIdentifier(channel)
+                    worker.connections[id] = channel
+                    channel.closeFuture.whenComplete { _ in box.value.connections.removeValue(forKey: id) }
+                    let sync = channel.pipeline.syncOperations
+                    // The settings current at accept; a connection keeps them for its life.
+                    let settings = live.withLockedValue { $0 }
+                    try sync.addHandler(
+                        ConnectionTimeoutHandler(
+                            handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
+                            headerTimeout: settings.headerTimeout))
+                    if let tls = settings.tls {
+                        try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
+                        try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
+                    } else {
+                        try sync.addHandler(ProtocolDetector(worker: worker))
                     }
                 }
-                .bind(host: listener.address.host, port: listener.address.port)
-                .get()
-        } catch {
-            throw ListenerBindError(address: listener.address, underlying: error)
-        }
+            }
+            .bind(host: listener.address.host, port: listener.address.port)
+            .get()
     }
 
     /// What a reload did to the listeners.
