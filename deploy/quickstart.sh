@@ -147,8 +147,8 @@ EOF
     say "2/6 build (release; about 5-6 minutes the first time on 2 cores, seconds afterwards)"
     cd "$ROOT"
     mkdir -p "$RUN"
-    "$ROOT/deploy/swift-build-progress.sh" "$RUN/build.log" -c release --product assertgate
-    "$ROOT/deploy/swift-build-progress.sh" "$RUN/build.log" -c release --product assertgate-device
+    "$ROOT/deploy/swift-build-progress.sh" "$RUN/build-assertgate.log" -c release --product assertgate
+    "$ROOT/deploy/swift-build-progress.sh" "$RUN/build-assertgate-device.log" -c release --product assertgate-device
     BIN="$(swift build -c release --show-bin-path)"
 fi
 GW="$BIN/assertgate"

@@ -42,7 +42,7 @@ echo "swift build $* (full output: $log)"
                     fi
                     printf '  [%d/%d] %d%%  %s so far%s\n' "$n" "$m" $((100 * n / m)) "$(mmss "$elapsed")" "$left"
                 fi
-            elif [[ $line == Build\ complete* || $line == Compiling\ plugin* ]]; then
+            elif [[ $line == Build\ complete* || $line == Build\ of\ product* || $line == Compiling\ plugin* ]]; then
                 printf '  %s\n' "$line"
             fi
         elif (($? > 128)); then
