@@ -11,7 +11,7 @@ enum KeySuggestion {
         for key in allowed.sorted() {
             let d = distance(name.lowercased(), key.lowercased())
             guard d <= budget, d < key.count else { continue }
-            if best == nil || d < best!.distance { best = (key, d) }
+            if best.map({ d < $0.distance }) ?? true { best = (key, d) }
         }
         return best?.key
     }
