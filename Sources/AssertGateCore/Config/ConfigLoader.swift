@@ -146,7 +146,8 @@ public struct ConfigLoader: Sendable {
     /// `,` (a flow mapping). nil when not found (the caller reports `first`).
     static func repeatedKeyLine(_ key: String, in yaml: String, first: Mark) -> Int? {
         let lines = yaml.split(separator: "\n", omittingEmptySubsequences: false).map { Array($0.unicodeScalars) }
-        guard first.line >= 1, first.line <= lines.count else { return nil }
+        // Yams gives (0, 0) for a key without a mark.
+        guard first.line >= 1, first.line <= lines.count, first.column >= 1 else { return nil }
         let spellings = [key, "\"\(key)\"", "'\(key)'"].map { Array($0.unicodeScalars) }
         func keyAt(_ text: [Unicode.Scalar], _ start: Int) -> Bool {
             for s in spellings where start + s.count <= text.count && Array(text[start..<(start + s.count)]) == s {

@@ -818,6 +818,37 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(errors(flow) == ["config.yaml:7: duplicate key 'mode' (first at line 7)"])
     }
 
+    @Test func duplicateKeyLinesStayInsideTheFile() {
+        // Odd spellings must still give a line of the file (the repeat's, or the first's).
+        let variants = [
+            "a: 1\na: 2\n",
+            "a: 1\r\na: 2\r\n",
+            "\"a\": 1\n'a': 2\n",
+            "{a: 1, a: 2}",
+            "{a: 1,\n a: 2}\n",
+            "x:\n  - {a: 1, b: {a: 3}, a: 2}\n",
+            "x:\n  y: 1\n  # y: 0\n\n  y: 2\n",
+            "é: 1\né: 2\n",
+            "? a\n: 1\n? a\n: 2\n",
+            "- &k a: 1\n  *k : 2\n",
+        ]
+        for yaml in variants {
+            let lineCount = yaml.split(separator: "\n", omittingEmptySubsequences: false).count
+            let errs: [ConfigDiagnostic]
+            do {
+                _ = try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml")
+                errs = []
+            } catch {
+                errs = error.diagnostics
+            }
+            #expect(!errs.isEmpty, "\(yaml.debugDescription)")
+            for e in errs {
+                #expect((1...lineCount).contains(e.line ?? 0), "\(yaml.debugDescription): \(e)")
+            }
+        }
+        #expect(errors("x:\n  y: 1\n  # y: 0\n\n  y: 2\n") == ["config.yaml:5: duplicate key 'y' (first at line 2)"])
+    }
+
     @Test func unknownKeysSuggestTheNearestKnownOne() {
         let yaml = minimalYAML + """
             lmits: {}
