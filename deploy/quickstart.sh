@@ -120,6 +120,16 @@ if [ -n "${QUICKSTART_BIN:-}" ]; then
     say "1/6 system packages and 2/6 build: skipped (QUICKSTART_BIN=$QUICKSTART_BIN)"
     BIN="$QUICKSTART_BIN"
 else
+    # Checked first: nothing is installed for a run that cannot build.
+    if ! command -v swift >/dev/null 2>&1; then
+        cat >&2 <<'EOF'
+Swift 6 is not installed (no `swift` on PATH). Debian 12 has no Swift package:
+install the toolchain from https://www.swift.org/install/linux/ (or use the
+swiftlang/swift Debian 12 image), put its usr/bin on PATH, check with
+`swift --version`, and run this script again.
+EOF
+        exit 1
+    fi
     say "1/6 system packages"
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -133,15 +143,6 @@ else
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
     else
         echo "all present"
-    fi
-    if ! command -v swift >/dev/null 2>&1; then
-        cat >&2 <<'EOF'
-Swift 6 is not installed (no `swift` on PATH). Debian 12 has no Swift package:
-install the toolchain from https://www.swift.org/install/linux/ (or use the
-swiftlang/swift Debian 12 image), put its usr/bin on PATH, check with
-`swift --version`, and run this script again.
-EOF
-        exit 1
     fi
 
     say "2/6 build (release; about 5-6 minutes the first time on 2 cores, seconds afterwards)"
