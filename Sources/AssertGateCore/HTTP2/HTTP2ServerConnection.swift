@@ -16,6 +16,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     enum Event {
         case requestHead(Int32, endStream: Bool)
+        /// A request head over `limits.maxHeaderListBytes`: answered 431.
+        case headTooLarge(Int32)
         case body(Int32, ByteBuffer)
         case requestEnd(Int32)
         case closed(Int32)
@@ -265,6 +267,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         case .requestHead(let id, let endStream):
             guard let stream = lookupStream(id), !stream.isClosed else { return }
             startRequest(stream, endStream: endStream)
+        case .headTooLarge(let id):
+            guard let stream = lookupStream(id), !stream.isClosed else { return }
+            refuseHead(stream, .headersTooLarge)
         case .body(let id, let buffer):
             if let p = lookupStream(id)?.pipeline {
                 p.receiveBody(buffer)
@@ -326,6 +331,24 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         stream.pipeline = pipeline
         activeRequests += 1
         pipeline.start()
+    }
+
+    /// Answers a request refused at its head (no pipeline exists) with its
+    /// problem, and counts and logs it like a pipeline would.
+    private func refuseHead(_ stream: HTTP2Stream, _ reason: ReasonToken) {
+        let requestId = worker.requestIds.make()
+        let body = ProblemResponse.body(reason, requestId: requestId, allocator: allocator)
+        var headers = HTTPHeaders()
+        for (n, v) in ProblemResponse.headers(bodyLength: body.readableBytes, requestId: requestId, extra: []) {
+            headers.add(name: n, value: v)
+        }
+        worker.observer?.requestFinished(
+            .refusedHead(
+                requestId: requestId, method: stream.method ?? "", target: stream.path ?? "", status: reason.httpStatus,
+                reason: reason))
+        stream.sendResponseHead(status: reason.httpStatus, headers: headers, endStream: false)
+        stream.sendResponseBody(body)
+        stream.sendResponseEnd()
     }
 
     func requestFinished() {
@@ -637,20 +660,20 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     ) -> Int32 {
         guard let stream = lookupStream(frame.pointee.hd.stream_id) else { return 0 }
         stream.headerListBytes += name.count + value.count + 32
+        if stream.headersTooLarge { return 0 }  // past the limit: the rest is decoded and dropped
         if stream.headerListBytes > limits.maxHeaderListBytes {
-            // Request heads only: oversized trailers reset a stream whose pipeline reports it.
-            if !stream.headersTooLarge, !stream.headersDone {
-                // Refused before any pipeline exists: counted and logged like one (status 0:
-                // HTTP/2 has no answer for it, nghttp2 resets the stream).
-                worker.observer?.requestFinished(
-                    .refusedHead(
-                        requestId: worker.requestIds.make(), method: stream.method ?? "", target: stream.path ?? "",
-                        status: 0, reason: .headersTooLarge))
+            if stream.headersDone {
+                // Oversized trailers reset a stream whose pipeline reports it.
+                if !serverResetBudget.take() { events.append(.abuse) }
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
             }
+            // A request head: the rest of the block is dropped as it is decoded
+            // (nghttp2 keeps no list of it) and the request is answered 431
+            // once the block ends, as HTTP/1.1 is.
             stream.headersTooLarge = true
-            // nghttp2 resets the stream; count it as a server reset.
-            if !serverResetBudget.take() { events.append(.abuse) }
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+            stream.headers = HTTPHeaders()
+            stream.cookies = []
+            return 0
         }
         if stream.headersDone { return 0 }  // trailers: counted, not forwarded
         if name.first == UInt8(ascii: ":") {
@@ -682,7 +705,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             guard let stream = lookupStream(hd.stream_id) else { return 0 }
             if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
                 stream.headersDone = true
-                if !stream.headersTooLarge { events.append(.requestHead(hd.stream_id, endStream: endStream)) }
+                if stream.headersTooLarge {
+                    events.append(.headTooLarge(hd.stream_id))
+                } else {
+                    events.append(.requestHead(hd.stream_id, endStream: endStream))
+                }
             } else if endStream {
                 events.append(.requestEnd(hd.stream_id))
             }
@@ -733,10 +760,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// still counted and logged, as `headers-too-large` when the block was
     /// that large on the wire, else as `malformed-request` (corrupt HPACK).
     private func reportFailedHeaderBlock() {
-        guard let id = headerBlockStream, let stream = lookupStream(id), !stream.headersDone, !stream.headersTooLarge
+        guard let id = headerBlockStream, let stream = lookupStream(id), !stream.headersDone, !stream.blockFailed
         else { return }
-        stream.headersTooLarge = true
-        let reason: ReasonToken = headerBlockWireBytes >= Self.oversizedBlockBytes ? .headersTooLarge : .malformedRequest
+        stream.blockFailed = true
+        let reason: ReasonToken =
+            stream.headersTooLarge || headerBlockWireBytes >= Self.oversizedBlockBytes ? .headersTooLarge : .malformedRequest
         worker.observer?.requestFinished(
             .refusedHead(
                 requestId: worker.requestIds.make(), method: stream.method ?? "", target: stream.path ?? "",

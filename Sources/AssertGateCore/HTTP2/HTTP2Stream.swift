@@ -16,6 +16,8 @@ final class HTTP2Stream: ResponseSink {
     var cookies: [String] = []
     var headerListBytes = 0
     var headersTooLarge = false
+    /// nghttp2 refused the head's block for the whole connection (counted once).
+    var blockFailed = false
     var headersDone = false
 
     var pipeline: RequestPipeline?
