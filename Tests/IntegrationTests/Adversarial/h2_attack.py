@@ -19,6 +19,19 @@ from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
+def take_frames(buf):
+    """The whole frames at the start of `buf`, parsed, and the bytes left over."""
+    frames = []
+    while len(buf) >= 9:
+        f, length = Frame.parse_frame_header(memoryview(buf[:9]))
+        if len(buf) < 9 + length:
+            break
+        f.parse_body(memoryview(buf[9:9 + length]))
+        buf = buf[9 + length:]
+        frames.append(f)
+    return frames, buf
+
+
 def connect(port):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.sendall(PREFACE + SettingsFrame(0).serialize())
@@ -55,13 +68,8 @@ class Reader:
             if not data:
                 self.closed = True
                 break
-            self.buf += data
-            while len(self.buf) >= 9:
-                f, length = Frame.parse_frame_header(memoryview(self.buf[:9]))
-                if len(self.buf) < 9 + length:
-                    break
-                f.parse_body(memoryview(self.buf[9:9 + length]))
-                self.buf = self.buf[9 + length:]
+            frames, self.buf = take_frames(self.buf + data)
+            for f in frames:
                 if isinstance(f, GoAwayFrame):
                     self.goaway = f.error_code
                 elif isinstance(f, RstStreamFrame):
