@@ -54,15 +54,12 @@ import Verifier
         #expect(broken.isEmpty, "\(broken.joined(separator: "\n"))")
     }
 
-    /// What the code and README tell a reader to open under docs/ exists: the
-    /// `--help` texts of the commands, comments, the README.
+    /// What the code, the deploy files and the README tell a reader to open
+    /// under docs/ exists: `--help` texts, comments, example configs.
     @Test func docsPathsNamedInSourcesAndReadmeExist() throws {
         var named: [String: String] = [:]
-        var files = ["README.md"]
-        for directory in ["Sources/AssertGate", "Sources/AssertGateCore/Config"] {
-            files += try FileManager.default.contentsOfDirectory(atPath: ProjectDocs.path(directory))
-                .filter { $0.hasSuffix(".swift") }.sorted().map { directory + "/" + $0 }
-        }
+        let files = ["README.md"] + RepositoryIndependenceTests.files(under: "Sources").filter { $0.hasSuffix(".swift") }
+            + RepositoryIndependenceTests.files(under: "deploy")
         for file in files {
             let text = try ProjectDocs.text(file)
             var rest = Substring(text)
