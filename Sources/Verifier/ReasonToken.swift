@@ -30,9 +30,10 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     case credentialIdMismatch = "credential-id-mismatch"
     case credentialKeyMismatch = "credential-key-mismatch"
     case receiptInvalid = "receipt-invalid"
-    // 404, 405, 409, 413, 429, 431
+    // 404, 405, 408, 409, 413, 429, 431
     case noRoute = "no-route"
     case methodNotAllowed = "method-not-allowed"
+    case requestTimeout = "request-timeout"
     case keyExists = "key-exists"
     case bodyTooLarge = "body-too-large"
     case rateLimited = "rate-limited"
@@ -40,6 +41,7 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     // 502, 503, 504
     case upstreamUnavailable = "upstream-unavailable"
     case storeUnavailable = "store-unavailable"
+    case gatewayBusy = "gateway-busy"
     case upstreamTimeout = "upstream-timeout"
 
     /// The HTTP status the gateway answers with when it rejects for this reason.
@@ -57,12 +59,13 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
             return 403
         case .noRoute: return 404
         case .methodNotAllowed: return 405
+        case .requestTimeout: return 408
         case .keyExists: return 409
         case .bodyTooLarge: return 413
         case .rateLimited: return 429
         case .headersTooLarge: return 431
         case .upstreamUnavailable: return 502
-        case .storeUnavailable: return 503
+        case .storeUnavailable, .gatewayBusy: return 503
         case .upstreamTimeout: return 504
         }
     }
@@ -97,12 +100,14 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
         case .receiptInvalid: return "Receipt invalid"
         case .noRoute: return "No route"
         case .methodNotAllowed: return "Method not allowed"
+        case .requestTimeout: return "Request body too slow"
         case .keyExists: return "Key already attested"
         case .bodyTooLarge: return "Body too large"
         case .rateLimited: return "Rate limited"
         case .headersTooLarge: return "Headers too large"
         case .upstreamUnavailable: return "Upstream unavailable"
         case .storeUnavailable: return "Store unavailable"
+        case .gatewayBusy: return "Gateway busy"
         case .upstreamTimeout: return "Upstream timeout"
         }
     }

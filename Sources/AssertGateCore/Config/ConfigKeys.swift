@@ -50,14 +50,22 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .clientTLS: return ["caFile", "serverName", "certificate", "privateKey"]
         case .trust: return ["headerPrefix", "signingSecret"]
         case .upstream:
-            return ["endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint", "tls"]
+            return [
+                "endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint",
+                "maxConnectionsPerClient", "tls",
+            ]
         case .route:
             return [
                 "match", "upstream", "mode", "challenge", "bindBody", "maxBodyBytes", "onStoreError", "maxRiskMetric",
                 "forwardAssertionHeaders",
             ]
         case .routeMatch: return ["prefix", "exact", "regex", "methods"]
-        case .limits: return ["maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate"]
+        case .limits:
+            return [
+                "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
+                "requestBodyTimeout", "minRequestBodyRate", "streamWriteTimeout", "maxBufferedBodyBytes",
+                "underscoresInHeaders",
+            ]
         case .fraudMetric:
             return ["teamId", "keyId", "privateKey", "baseURL", "developmentBaseURL", "refreshEvery", "pollEvery", "caFile"]
         case .logging: return ["level", "format"]

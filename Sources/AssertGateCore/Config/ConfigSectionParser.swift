@@ -434,6 +434,12 @@ struct ConfigSectionParser {
             if let t = reader.duration(view, "responseTimeout") { u.responseTimeout = t }
             if let t = reader.duration(view, "idleTimeout") { u.idleTimeout = t }
             if let n = reader.int(view, "maxConnectionsPerEndpoint", min: 1, max: 100_000) { u.maxConnectionsPerEndpoint = n }
+            if let n = reader.int(view, "maxConnectionsPerClient", min: 1, max: 100_000) {
+                if n > u.maxConnectionsPerEndpoint, let node = view["maxConnectionsPerClient"] {
+                    reader.error(at: node, "\(path).maxConnectionsPerClient: \(n) exceeds maxConnectionsPerEndpoint (\(u.maxConnectionsPerEndpoint))")
+                }
+                u.maxConnectionsPerClient = n
+            }
             result[name] = u
         }
         return result
@@ -531,6 +537,11 @@ struct ConfigSectionParser {
         if let r = view["streamResetRate"].flatMap({ rateConfig($0, path: "limits.streamResetRate") }) {
             l.streamResetRate = r
         }
+        if let t = reader.duration(view, "requestBodyTimeout") { l.requestBodyTimeout = t }
+        if let n = reader.size(view, "minRequestBodyRate") { l.minRequestBodyRate = n }
+        if let t = reader.duration(view, "streamWriteTimeout") { l.streamWriteTimeout = t }
+        if let n = reader.size(view, "maxBufferedBodyBytes", min: 64 << 10) { l.maxBufferedBodyBytes = n }
+        if let p = reader.oneOf(view, "underscoresInHeaders", UnderscoreHeaderPolicy.self) { l.underscoresInHeaders = p }
         return l
     }
 

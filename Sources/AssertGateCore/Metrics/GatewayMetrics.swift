@@ -27,6 +27,15 @@ public final class GatewayMetrics: Sendable {
     /// Redis Cluster only: redirects followed and slot-map reads.
     public let redisCluster: RedisClusterMetrics
 
+    /// `assertgate_timeouts_total{kind}` (`RequestTimeoutKind`)
+    public let timeouts: MetricFamilyOf<Counter>
+    private let timeoutByKind: [RequestTimeoutKind: Counter]
+
+    public func timeout(_ kind: RequestTimeoutKind) -> Counter {
+        // Every kind is registered in init.
+        timeoutByKind[kind] ?? timeouts.labels(kind.rawValue)
+    }
+
     private let rejectionByReason: [ReasonToken: Counter]
     private let unverifiedByReason: [ReasonToken: Counter]
 
@@ -72,6 +81,14 @@ public final class GatewayMetrics: Sendable {
         redisCluster = RedisClusterMetrics(
             moved: redirects.labels("moved"), ask: redirects.labels("ask"), tryAgain: redirects.labels("tryagain"),
             mapRefreshed: maps.labels("success"), mapRefreshFailed: maps.labels("failure"))
+        timeouts = registry.counter(
+            "assertgate_timeouts_total",
+            help: "Requests ended by a per-request clock: request_body (a stalled or trickled request body), "
+                + "stream_write (a client that stopped taking its response).",
+            labelNames: ["kind"])
+        var byKind: [RequestTimeoutKind: Counter] = [:]
+        for kind in RequestTimeoutKind.allCases { byKind[kind] = timeouts.labels(kind.rawValue) }
+        timeoutByKind = byKind
         var table: [ReasonToken: Counter] = [:]
         var unverified: [ReasonToken: Counter] = [:]
         for reason in ReasonToken.allCases {
