@@ -25,7 +25,7 @@ import Testing
 
     private static func errors(_ yaml: String) -> [String] {
         do {
-            _ = try load(yaml)
+            _ = try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
             return []
         } catch {
             return error.diagnostics.map(\.description)
