@@ -10,7 +10,7 @@
 #           linked against an AssertGateCore that SwiftPM builds, sanitized,
 #           into .build-fuzz/ (first build takes a few minutes).
 #
-# Environment: ASSERTGATE_VECTORS (default <package root>/../shared/vectors),
+# Environment: ASSERTGATE_VECTORS (default <package root>/Tests/Vectors),
 # only needed for the verifier seeds.
 set -euo pipefail
 # The Swift runtime's crash backtracer adds nothing to libFuzzer's report and
@@ -33,7 +33,7 @@ mkdir -p "$OUT"
 
 run_verifier() {
     local seeds="$OUT/seeds" corpus="$ROOT/Fuzz/corpus-run"
-    local vectors="${ASSERTGATE_VECTORS:-$ROOT/../shared/vectors}"
+    local vectors="${ASSERTGATE_VECTORS:-$ROOT/Tests/Vectors}"
     local asn1="$ROOT/.build/checkouts/swift-asn1/Sources/SwiftASN1"
     # A clone only fuzzed so far has its checkouts in .build-fuzz.
     [ -d "$asn1" ] || [ ! -d "$ROOT/.build-fuzz/checkouts/swift-asn1" ] || asn1="$ROOT/.build-fuzz/checkouts/swift-asn1/Sources/SwiftASN1"

@@ -13,9 +13,10 @@ import Darwin
 struct CheckConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
-        abstract: "Validate a config file and print the resolved listeners, upstreams and routes.")
+        abstract: "Validate a config file and print the resolved listeners, upstreams and routes.",
+        discussion: "Every key, its default and what this command says about it: docs/config.md.")
 
-    @Argument(help: "The YAML config file (config.md).")
+    @Argument(help: "The YAML config file (reference: docs/config.md).")
     var file: String
 
     func run() throws {

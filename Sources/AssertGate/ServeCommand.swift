@@ -14,9 +14,10 @@ import Darwin
 /// SIGHUP reloads the file (an invalid one is logged and the old one stays).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve", abstract: "Run the gateway (config.md). SIGHUP reloads, SIGTERM drains and exits 0.")
+        commandName: "serve", abstract: "Run the gateway. SIGHUP reloads, SIGTERM drains and exits 0.",
+        discussion: "The configuration file is described key by key in docs/config.md; the command line in docs/cli.md.")
 
-    @Option(name: .long, help: "The YAML configuration file.")
+    @Option(name: .long, help: "The YAML configuration file (reference: docs/config.md).")
     var config: String
 
     @Option(name: .long, help: "Event-loop workers (default: one per core).")

@@ -3,11 +3,12 @@ import Foundation
 import Verifier
 
 /// `assertgate verify-assertion`: offline verification of one assertion
-/// (cli.md). Prints one JSON object; exit 0 ok, 1 not ok, 2 usage error.
+/// (docs/cli.md). Prints one JSON object; exit 0 ok, 1 not ok, 2 usage error.
 struct VerifyAssertionCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify-assertion",
-        abstract: "Verify one App Attest assertion offline and print the verdict as JSON.")
+        abstract: "Verify one App Attest assertion offline and print the verdict as JSON.",
+        discussion: "Options and output are described in docs/cli.md; reason tokens in docs/protocol.md.")
 
     @Option(name: .customLong("assertion"), help: "File with the assertion object (base64 or raw CBOR).")
     var assertion: [String] = []

@@ -4,11 +4,12 @@ import Foundation
 import Verifier
 
 /// `assertgate verify-attestation`: offline verification of one attestation
-/// (cli.md). Prints one JSON object; exit 0 ok, 1 not ok, 2 usage error.
+/// (docs/cli.md). Prints one JSON object; exit 0 ok, 1 not ok, 2 usage error.
 struct VerifyAttestationCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify-attestation",
-        abstract: "Verify one App Attest attestation object offline and print the verdict as JSON.")
+        abstract: "Verify one App Attest attestation object offline and print the verdict as JSON.",
+        discussion: "Options and output are described in docs/cli.md; reason tokens in docs/protocol.md.")
 
     // Options are arrays so a repeated option is a usage error, not "last wins".
     @Option(name: .customLong("attestation"), help: "File with the attestation object (base64 or raw CBOR).")
@@ -122,7 +123,7 @@ enum OfflineCLI {
         return bytes
     }
 
-    /// `learned`: what the object says about itself, unverified (cli.md: "plus
+    /// `learned`: what the object says about itself, unverified (docs/cli.md: "plus
     /// what was learned"), under its own key so nobody mistakes it for a verdict.
     static func printFailure(_ error: VerificationError, learned: JSONValue? = nil) {
         var json = JSONObject()

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 extension AsyncParsableCommand {
-    /// Runs the command with cli.md's exit codes, shared by every AssertGate
+    /// Runs the command with docs/cli.md's exit codes, shared by every AssertGate
     /// executable: 0 on success and `--help`, 1 on a failed run, 2 on a usage
     /// error (ArgumentParser's own default for usage errors is 64).
     public static func mainWithCLIExitCodes() async {

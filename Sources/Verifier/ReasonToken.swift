@@ -1,5 +1,6 @@
-/// The stable reason tokens of protocol.md §5, shared by the Verifier, the
-/// gateway's problem+json answers, trust headers, metrics and logs.
+/// The stable reason tokens of docs/protocol.md §5, shared by the Verifier, the
+/// gateway's problem+json answers, trust headers, metrics and logs. A new case
+/// needs its row in that table (`| `token` | status |`): DocCoverageTests checks.
 public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     // 400
     case malformedRequest = "malformed-request"

@@ -44,9 +44,9 @@ func fail(_ message: String) -> Never {
 func vectorsDirectory(_ given: String?) -> String {
     if let given { return given }
     if let env = ProcessInfo.processInfo.environment["ASSERTGATE_VECTORS"], !env.isEmpty { return env }
-    // <root>/Sources/verifier-bench/main.swift → <root>/../shared/vectors
+    // <root>/Sources/verifier-bench/main.swift → <root>/Tests/Vectors
     return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/vectors").path
+        .deletingLastPathComponent().appendingPathComponent("Tests/Vectors").path
 }
 
 /// The assertion document of devicecheck-appattest/ios-14.4.yaml, read with

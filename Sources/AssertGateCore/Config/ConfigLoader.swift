@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import Yams
 
-/// Loads config.md YAML into a validated `GatewayConfig`. Every error names the
+/// Loads the YAML of docs/config.md into a validated `GatewayConfig`. Every error names the
 /// key path and the line; all errors found are reported together. Relative file
 /// paths (TLS, trust anchors, `{file: …}` secrets) are resolved against the
 /// config file's directory.

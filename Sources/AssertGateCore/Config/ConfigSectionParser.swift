@@ -8,13 +8,8 @@ struct ConfigSectionParser {
     let environment: [String: String]
     let baseDirectory: String?
 
-    static let topKeys: Set<String> = [
-        "listeners", "admin", "apps", "attestation", "store", "trust", "upstreams", "routes", "limits",
-        "fraudMetric", "logging",
-    ]
-
     func parse(_ root: Node) -> GatewayConfig? {
-        guard let top = reader.mapping(root, path: "", allowed: Self.topKeys) else { return nil }
+        guard let top = reader.mapping(root, path: "", section: .top) else { return nil }
         var listeners = parseListeners(top)
         let admin = top["admin"].map(parseAdmin) ?? AdminConfig()
         let apps = parseApps(top)
@@ -45,10 +40,7 @@ struct ConfigSectionParser {
         var seen: [HostPort: Int] = [:]
         for (i, item) in items.enumerated() {
             let path = "listeners[\(i)]"
-            guard
-                let view = reader.mapping(
-                    item, path: path, allowed: ["address", "tls", "handshakeTimeout", "headerTimeout", "idleTimeout"])
-            else { continue }
+            guard let view = reader.mapping(item, path: path, section: .listener) else { continue }
             guard let address = address(view, "address", required: true) else { continue }
             if address.port != 0, let first = seen[address] {
                 reader.error(at: view["address"], "\(path).address: \(address) is already used by listeners[\(first)]")
@@ -56,7 +48,7 @@ struct ConfigSectionParser {
             seen[address] = i
             var tls: TLSConfig?
             if let tlsNode = view["tls"],
-                let tv = reader.mapping(tlsNode, path: "\(path).tls", allowed: ["certificate", "privateKey"])
+                let tv = reader.mapping(tlsNode, path: "\(path).tls", section: .listenerTLS)
             {
                 let cert = pemFile(tv, "certificate", label: "CERTIFICATE")
                 let key = pemFile(tv, "privateKey", label: "PRIVATE KEY")
@@ -84,7 +76,7 @@ struct ConfigSectionParser {
     /// An outbound connection's `tls` mapping: `caFile`, a client
     /// `certificate` with its `privateKey`, `serverName`.
     func clientTLS(_ node: Node, path: String) -> ClientTLSConfig? {
-        guard let tv = reader.mapping(node, path: path, allowed: ["caFile", "certificate", "privateKey", "serverName"])
+        guard let tv = reader.mapping(node, path: path, section: .clientTLS)
         else { return nil }
         var tls = ClientTLSConfig()
         tls.caFile = pemFile(tv, "caFile", label: "CERTIFICATE", required: false)
@@ -119,7 +111,7 @@ struct ConfigSectionParser {
 
     func parseAdmin(_ node: Node) -> AdminConfig {
         var admin = AdminConfig()
-        guard let view = reader.mapping(node, path: "admin", allowed: ["address", "token"]) else { return admin }
+        guard let view = reader.mapping(node, path: "admin", section: .admin) else { return admin }
         if let address = address(view, "address", required: false) { admin.address = address }
         admin.token = secret(view, "token")
         return admin
@@ -138,7 +130,7 @@ struct ConfigSectionParser {
             }
             return Secret(source: .inline, value: s.string)
         case .mapping:
-            guard let sv = reader.mapping(node, path: path, allowed: ["file", "env"]) else { return nil }
+            guard let sv = reader.mapping(node, path: path, section: .secret) else { return nil }
             guard sv.entries.count == 1 else {
                 reader.error(sv.line, "\(path): give exactly one of 'file' or 'env' (or an inline string)")
                 return nil
@@ -189,7 +181,7 @@ struct ConfigSectionParser {
         var seen: [String: Int] = [:]
         for (i, item) in items.enumerated() {
             let path = "apps[\(i)]"
-            guard let view = reader.mapping(item, path: path, allowed: ["appId", "environments"]) else { continue }
+            guard let view = reader.mapping(item, path: path, section: .app) else { continue }
             var appId = reader.string(view, "appId", required: true)
             if let id = appId, let idNode = view["appId"] {
                 if let e = ConfigSyntax.appId(id) {
@@ -233,9 +225,7 @@ struct ConfigSectionParser {
                 "trust.headerPrefix: '\(trustPrefix)' would strip the assertion header \(name); rename attestation.headers.\(key)")
         }
         guard let node else { return a }
-        guard let view = reader.mapping(node, path: "attestation", allowed: [
-            "prefix", "challengeTTL", "challengeRate", "trustAnchors", "receiptTrustAnchors", "clockSkew", "headers",
-        ]) else { return a }
+        guard let view = reader.mapping(node, path: "attestation", section: .attestation) else { return a }
         if let prefix = reader.string(view, "prefix"), let pnode = view["prefix"] {
             if let e = ConfigSyntax.path(prefix) {
                 reader.error(at: pnode, "attestation.prefix: \(e.message)")
@@ -253,7 +243,7 @@ struct ConfigSectionParser {
         a.receiptTrustAnchors = pemList(view, "receiptTrustAnchors")
         if let skew = reader.duration(view, "clockSkew", allowZero: true) { a.clockSkew = skew }
         if let hnode = view["headers"],
-            let hv = reader.mapping(hnode, path: "attestation.headers", allowed: ["keyId", "assertion", "challenge"])
+            let hv = reader.mapping(hnode, path: "attestation.headers", section: .assertionHeaders)
         {
             var seen: [String: String] = [:]
             for key in ["keyId", "assertion", "challenge"] {
@@ -298,7 +288,7 @@ struct ConfigSectionParser {
     }
 
     func rateConfig(_ node: Node, path: String) -> RateConfig? {
-        guard let view = reader.mapping(node, path: path, allowed: ["perSecond", "burst"]) else { return nil }
+        guard let view = reader.mapping(node, path: path, section: .rate) else { return nil }
         let perSecond = reader.required(view, "perSecond") != nil ? reader.number(view, "perSecond", greaterThanZero: true) : nil
         let burst = reader.required(view, "burst") != nil ? reader.int(view, "burst", min: 1) : nil
         guard let perSecond, let burst else { return nil }
@@ -308,21 +298,19 @@ struct ConfigSectionParser {
     // MARK: store, trust
 
     func parseStore(_ node: Node) -> StoreConfig {
-        guard let view = reader.mapping(node, path: "store", allowed: ["redis", "memory"]) else { return .memory }
+        guard let view = reader.mapping(node, path: "store", section: .store) else { return .memory }
         let given = ["redis", "memory"].filter { view.entries[$0] != nil }
         guard given.count == 1 else {
             reader.error(view.line, "store: give exactly one of 'redis' or 'memory'")
             return .memory
         }
         if let mem = view.entries["memory"]?.value {
-            if !mem.isNull { _ = reader.mapping(mem, path: "store.memory", allowed: []) }
+            if !mem.isNull { _ = reader.mapping(mem, path: "store.memory", section: .memoryStore) }
             return .memory
         }
         var redis = RedisConfig()
         guard let rnode = view.entries["redis"]?.value, !rnode.isNull else { return .redis(redis) }
-        guard let rv = reader.mapping(rnode, path: "store.redis", allowed: [
-            "url", "cluster", "connectTimeout", "commandTimeout", "connectionsPerWorker", "tls",
-        ]) else { return .redis(redis) }
+        guard let rv = reader.mapping(rnode, path: "store.redis", section: .redis) else { return .redis(redis) }
         var parsedURL: RedisURL?
         if let url = reader.string(rv, "url"), let unode = rv["url"] {
             switch RedisURL.parse(url) {
@@ -384,7 +372,7 @@ struct ConfigSectionParser {
 
     func parseTrust(_ node: Node) -> TrustConfig {
         var t = TrustConfig()
-        guard let view = reader.mapping(node, path: "trust", allowed: ["headerPrefix", "signingSecret"]) else { return t }
+        guard let view = reader.mapping(node, path: "trust", section: .trust) else { return t }
         if let prefix = reader.string(view, "headerPrefix"), let n = view["headerPrefix"] {
             if ConfigSyntax.isToken(prefix) {
                 t.headerPrefix = prefix
@@ -397,11 +385,6 @@ struct ConfigSectionParser {
     }
 
     // MARK: upstreams, routes
-
-    static let upstreamKeys: Set<String> = [
-        "endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint",
-        "maxConnectionsPerClient", "tls",
-    ]
 
     func parseUpstreams(_ top: ConfigReader.MappingView) -> [String: UpstreamConfig]? {
         guard let node = reader.required(top, "upstreams") else { return nil }
@@ -420,7 +403,7 @@ struct ConfigSectionParser {
             }
             let name = k.string
             let path = "upstreams.\(name)"
-            guard let view = reader.mapping(value, path: path, allowed: Self.upstreamKeys) else {
+            guard let view = reader.mapping(value, path: path, section: .upstream) else {
                 result[name] = UpstreamConfig(endpoints: [])
                 continue
             }
@@ -462,11 +445,6 @@ struct ConfigSectionParser {
         return result
     }
 
-    static let routeKeys: Set<String> = [
-        "match", "upstream", "mode", "challenge", "bindBody", "maxBodyBytes", "onStoreError", "maxRiskMetric",
-        "forwardAssertionHeaders",
-    ]
-
     func parseRoutes(
         _ top: ConfigReader.MappingView, upstreams: [String: UpstreamConfig]?, limits: LimitsConfig
     ) -> [RouteConfig]? {
@@ -475,7 +453,7 @@ struct ConfigSectionParser {
         var result: [RouteConfig] = []
         for (i, item) in items.enumerated() {
             let path = "routes[\(i)]"
-            guard let view = reader.mapping(item, path: path, allowed: Self.routeKeys) else { continue }
+            guard let view = reader.mapping(item, path: path, section: .route) else { continue }
             let match = reader.required(view, "match").flatMap { routeMatch($0, path: "\(path).match") }
             let upstream = reader.string(view, "upstream", required: true)
             if let upstream, let upstreams, upstreams[upstream] == nil, let n = view["upstream"] {
@@ -513,7 +491,7 @@ struct ConfigSectionParser {
     }
 
     func routeMatch(_ node: Node, path: String) -> RouteMatch? {
-        guard let view = reader.mapping(node, path: path, allowed: ["prefix", "exact", "regex", "methods"]) else {
+        guard let view = reader.mapping(node, path: path, section: .routeMatch) else {
             return nil
         }
         if let r = view.entries["regex"] {
@@ -550,15 +528,9 @@ struct ConfigSectionParser {
 
     // MARK: limits, fraudMetric, logging
 
-    static let limitsKeys: Set<String> = [
-        "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
-        "requestBodyTimeout", "minRequestBodyRate", "streamWriteTimeout", "maxBufferedBodyBytes",
-        "underscoresInHeaders",
-    ]
-
     func parseLimits(_ node: Node) -> LimitsConfig {
         var l = LimitsConfig()
-        guard let view = reader.mapping(node, path: "limits", allowed: Self.limitsKeys) else { return l }
+        guard let view = reader.mapping(node, path: "limits", section: .limits) else { return l }
         if let n = reader.int(view, "maxConcurrentStreams", min: 1, max: Int(Int32.max)) { l.maxConcurrentStreams = n }
         if let n = reader.size(view, "maxHeaderListBytes", min: 1024) { l.maxHeaderListBytes = n }
         if let n = reader.size(view, "maxRequestBodyBytes") { l.maxRequestBodyBytes = n }
@@ -574,9 +546,7 @@ struct ConfigSectionParser {
     }
 
     func parseFraudMetric(_ node: Node) -> FraudMetricConfig? {
-        guard let view = reader.mapping(node, path: "fraudMetric", allowed: [
-            "teamId", "keyId", "privateKey", "baseURL", "developmentBaseURL", "refreshEvery", "pollEvery", "caFile",
-        ]) else { return nil }
+        guard let view = reader.mapping(node, path: "fraudMetric", section: .fraudMetric) else { return nil }
         let teamId = reader.string(view, "teamId", required: true)
         if let teamId, !ConfigSyntax.isTeamId(teamId) {
             reader.error(at: view["teamId"], "fraudMetric.teamId: '\(teamId)' must be 10 characters of A-Z and 0-9")
@@ -616,7 +586,7 @@ struct ConfigSectionParser {
 
     func parseLogging(_ node: Node) -> LoggingConfig {
         var l = LoggingConfig()
-        guard let view = reader.mapping(node, path: "logging", allowed: ["level", "format"]) else { return l }
+        guard let view = reader.mapping(node, path: "logging", section: .logging) else { return l }
         if let level = reader.string(view, "level") {
             if Self.levels.contains(level) {
                 l.level = level

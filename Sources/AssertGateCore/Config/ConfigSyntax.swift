@@ -6,7 +6,7 @@ import Musl
 import Darwin
 #endif
 
-/// Syntax checks for the values of config.md; each returns the reason on failure.
+/// Syntax checks for the values of docs/config.md; each returns the reason on failure.
 enum ConfigSyntax {
     /// `host:port` with IPv6 in brackets; host is an IP literal or a DNS name.
     static func hostPort(_ text: String) -> Result<HostPort, ValueParseError> {

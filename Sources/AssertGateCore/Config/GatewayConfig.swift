@@ -1,10 +1,10 @@
 import Foundation
 import NIOCore
 
-/// The resolved, validated configuration of config.md. An immutable value:
+/// The resolved, validated configuration of docs/config.md. An immutable value:
 /// a reload builds a new one and swaps it in; in-flight requests keep the old.
 /// Field names follow the YAML keys. Parsing and validation live in
-/// `ConfigLoader`; defaults below are those of config.md.
+/// `ConfigLoader`; defaults below are those of docs/config.md.
 public struct GatewayConfig: Sendable {
     public var listeners: [ListenerConfig]
     public var admin: AdminConfig

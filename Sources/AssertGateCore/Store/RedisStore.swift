@@ -1,7 +1,7 @@
 import NIOCore
 import Verifier
 
-/// `Store` on Redis, schema of architecture.md: one server, or a cluster
+/// `Store` on Redis, schema of docs/redis.md: one server, or a cluster
 /// (every script touches the keys of one `{keyId}` slot; what spans slots is
 /// done in steps, see `registerInCluster`). One instance per event loop,
 /// wrapping that loop's client; futures complete on it. Build them all at

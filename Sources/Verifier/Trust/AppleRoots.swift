@@ -1,5 +1,5 @@
 // Apple's public App Attest trust anchors, as published by Apple (the same
-// files as /work/shared/vectors/roots; fingerprints checked by a test).
+// files as Tests/Vectors/roots; fingerprints checked by TrustAnchorTests).
 enum AppleRoots {
     /// Apple App Attestation Root CA — signs the attestation certificate chain.
     static let appAttestationRootCA = """

@@ -111,13 +111,16 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(c.apps[0].environments == [.production])
     }
 
+    /// The full example of docs/config.md (read from the file, so the
+    /// reference cannot show a file that does not load).
     @Test func fullConfigMdExampleLoads() throws {
+        let example = try ProjectDocs.configMdFullExample()
         let dir = try TempDir()
         defer { dir.remove() }
         let (cert, key) = try dir.writeCertAndKey(cert: "tls.crt", key: "tls.key")
         try dir.write("admin.token", "s3cret-admin-token\n")
         try dir.write("AuthKey_XYZ1234567.p8", "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")
-        let yaml = configMdExampleYAML.replacingOccurrences(of: "/etc/assertgate/", with: dir.path + "/")
+        let yaml = example.replacingOccurrences(of: "/etc/assertgate/", with: dir.path + "/")
         let c = try load(yaml, env: ["ASSERTGATE_TRUST_SECRET": "trust-secret"])
 
         #expect(c.listeners.count == 2)
@@ -160,6 +163,9 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(f.keyId == "XYZ1234567")
         #expect(f.privateKey.value.hasPrefix("-----BEGIN PRIVATE KEY-----"))
         #expect(f.refreshEvery == .hours(24))
+        #expect(f.pollEvery == .seconds(30))
+        #expect(f.developmentBaseURL == "https://data-development.appattest.apple.com")
+        #expect(c.listeners[0].handshakeTimeout == .seconds(10))
         #expect(c.logging.format == .json)
     }
 

@@ -1,12 +1,12 @@
 import Foundation
 
-/// Locates the read-only real-device vectors: `$ASSERTGATE_VECTORS`, else
-/// `../shared/vectors` relative to the package root. Absent vectors are an error.
+/// Locates the real-device vectors: `$ASSERTGATE_VECTORS`, else the
+/// repository's `Tests/Vectors`. Absent vectors are an error.
 enum Vectors {
     struct Missing: Error, CustomStringConvertible {
         let path: String
         var description: String {
-            "App Attest vectors not found at \(path): set ASSERTGATE_VECTORS or provide ../shared/vectors"
+            "App Attest vectors not found at \(path): set ASSERTGATE_VECTORS to a vectors directory (the repository has Tests/Vectors)"
         }
     }
 
@@ -14,11 +14,11 @@ enum Vectors {
         if let override = ProcessInfo.processInfo.environment["ASSERTGATE_VECTORS"], !override.isEmpty {
             return try existing(override)
         }
-        // …/Tests/DeviceSimTests/Support/Vectors.swift → package root is three levels up.
+        // <root>/Tests/DeviceSimTests/Support/Vectors.swift → <root>/Tests/Vectors.
         let packageRoot = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        return try existing(packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors").path)
+        return try existing(packageRoot.appendingPathComponent("Tests/Vectors").path)
     }
 
     static func read(_ relativePath: String) throws -> [UInt8] {

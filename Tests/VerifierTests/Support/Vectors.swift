@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import Verifier
 
-/// Locates /work/shared/vectors-style test data: `$ASSERTGATE_VECTORS`, or
-/// `<package root>/../shared/vectors`. Absent data fails the test loudly.
+/// Locates the real App Attest test data: `$ASSERTGATE_VECTORS`, else the
+/// repository's own copy, `<package root>/Tests/Vectors`. Absent data fails
+/// the test loudly.
 enum Vectors {
     struct Missing: Error, CustomStringConvertible {
         let description: String
@@ -19,8 +20,7 @@ enum Vectors {
                 .deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().deletingLastPathComponent()
             return try existing(
-                root.deletingLastPathComponent().appendingPathComponent("shared/vectors"),
-                how: "<package root>/../shared/vectors")
+                root.appendingPathComponent("Tests/Vectors"), how: "<package root>/Tests/Vectors")
         }
     }
 
