@@ -118,7 +118,8 @@ public struct AttestationOptions: Sendable {
     public var includeAppIdExtension: Bool
     /// Adds 1.2.840.113635.100.8.7 with this OS version.
     public var osVersion: String?
-    /// Adds 1.2.840.113635.100.8.6 with these bytes.
+    /// Adds 1.2.840.113635.100.8.6 with these bytes as its extnValue contents
+    /// (`SimKeyPolicy.aclBlob` for Apple's macOS policy or another one).
     public var aclBlob: [UInt8]?
     /// Receipt field 5; nil = 64 random bytes in base64.
     public var receiptToken: String?
