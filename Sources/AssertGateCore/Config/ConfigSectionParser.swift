@@ -189,7 +189,7 @@ struct ConfigSectionParser {
         var seen: [String: Int] = [:]
         for (i, item) in items.enumerated() {
             let path = "apps[\(i)]"
-            guard let view = reader.mapping(item, path: path, allowed: ["appId", "environments"]) else { continue }
+            guard let view = reader.mapping(item, path: path, allowed: ["appId", "environments", "rules"]) else { continue }
             var appId = reader.string(view, "appId", required: true)
             if let id = appId, let idNode = view["appId"] {
                 if let e = ConfigSyntax.appId(id) {
@@ -214,7 +214,8 @@ struct ConfigSectionParser {
                     envs.insert(env)
                 }
             }
-            if let appId { result.append(AppConfig(appId: appId, environments: envs)) }
+            let rules = view["rules"].flatMap { parseRules($0, path: "\(path).rules", routeLevel: false) }
+            if let appId { result.append(AppConfig(appId: appId, environments: envs, rules: rules ?? RulesConfig())) }
         }
         return result
     }
@@ -457,7 +458,7 @@ struct ConfigSectionParser {
 
     static let routeKeys: Set<String> = [
         "match", "upstream", "mode", "challenge", "bindBody", "maxBodyBytes", "onStoreError", "maxRiskMetric",
-        "forwardAssertionHeaders",
+        "forwardAssertionHeaders", "rules",
     ]
 
     func parseRoutes(
@@ -492,13 +493,21 @@ struct ConfigSectionParser {
             let onStoreError = reader.oneOf(view, "onStoreError", StoreErrorAction.self)
             let maxRisk = reader.int(view, "maxRiskMetric", min: 0)
             let forward = reader.bool(view, "forwardAssertionHeaders")
+            let rules = view["rules"].flatMap { parseRules($0, path: "\(path).rules", routeLevel: true) }
+            if let rules, mode == .passthrough, let n = view["rules"] {
+                reader.error(at: n, "\(path).rules: a passthrough route checks no assertion, so it takes no rules")
+            }
+            if maxRisk != nil, rules?.require.maxRiskMetric != nil, let n = view["maxRiskMetric"] {
+                reader.error(at: n, "\(path).maxRiskMetric: also given as \(path).rules.require.maxRiskMetric; keep one (they are the same rule)")
+            }
             guard let match, let upstream, let mode else { continue }
             var route = RouteConfig(match: match, upstream: upstream, mode: mode)
             route.challengeRequired = challengeRequired
             if let bindBody { route.bindBody = bindBody }
             route.maxBodyBytes = maxBody ?? min(route.maxBodyBytes, limits.maxRequestBodyBytes)
             if let onStoreError { route.onStoreError = onStoreError }
-            route.maxRiskMetric = maxRisk
+            if let rules { route.rules = rules }
+            if let maxRisk { route.maxRiskMetric = maxRisk }
             if let forward { route.forwardAssertionHeaders = forward }
             result.append(route)
         }

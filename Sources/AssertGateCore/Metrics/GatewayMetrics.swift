@@ -27,6 +27,12 @@ public final class GatewayMetrics: Sendable {
     /// Redis Cluster only: redirects followed and slot-map reads.
     public let redisCluster: RedisClusterMetrics
 
+    /// `assertgate_malformed_extensions_total{key}`: a known authenticator-data
+    /// extension with a bad value, treated as absent (risk.md §1). Bounded:
+    /// only the known keys are labels.
+    public let malformedExtensions: MetricFamilyOf<Counter>
+    private let malformedByKey: [String: Counter]
+
     private let rejectionByReason: [ReasonToken: Counter]
     private let unverifiedByReason: [ReasonToken: Counter]
 
@@ -72,6 +78,14 @@ public final class GatewayMetrics: Sendable {
         redisCluster = RedisClusterMetrics(
             moved: redirects.labels("moved"), ask: redirects.labels("ask"), tryAgain: redirects.labels("tryagain"),
             mapRefreshed: maps.labels("success"), mapRefreshFailed: maps.labels("failure"))
+        malformedExtensions = registry.counter(
+            "assertgate_malformed_extensions_total",
+            help: "Known authenticator-data extensions (attestations and assertions) whose value had the wrong type "
+                + "or length and was treated as absent, by key.",
+            labelNames: ["key"])
+        var malformed: [String: Counter] = [:]
+        for key in AuthenticatorExtensions.knownKeys { malformed[key] = malformedExtensions.labels(key) }
+        malformedByKey = malformed
         var table: [ReasonToken: Counter] = [:]
         var unverified: [ReasonToken: Counter] = [:]
         for reason in ReasonToken.allCases {
@@ -95,6 +109,11 @@ public final class GatewayMetrics: Sendable {
     /// Lock-free: the table is built at init.
     public func rejection(_ reason: ReasonToken) -> Counter {
         rejectionByReason[reason] ?? rejections.labels(reason.rawValue)
+    }
+
+    /// The counter of a known extension key (`malformedKeys` names only those).
+    public func malformedExtension(_ key: String) -> Counter {
+        malformedByKey[key] ?? malformedExtensions.labels("other")
     }
 
     public func unverifiedForward(_ reason: ReasonToken) -> Counter {
