@@ -22,6 +22,7 @@ public final class AssertionGate: RequestGate {
     /// `assertgate_enforcement_duration_seconds` by route mode, resolved once.
     private let enforceDuration: Histogram?
     private let monitorDuration: Histogram?
+    private let risk: RiskMetricsCache?
 
     public init(
         eventLoop: EventLoop, store: any Store, metrics: GatewayMetrics?,
@@ -34,6 +35,7 @@ public final class AssertionGate: RequestGate {
         self.clock = clock
         self.enforceDuration = metrics?.enforcementDuration.labels(PolicyMode.enforce.rawValue)
         self.monitorDuration = metrics?.enforcementDuration.labels(PolicyMode.monitor.rawValue)
+        self.risk = metrics.map(RiskMetricsCache.init)
     }
 
     /// Records how long the check of a request took and passes its decision on.
@@ -166,9 +168,10 @@ public final class AssertionGate: RequestGate {
             return fail(rejection, request, route, context)
         }
         let stored = entry.stored
-        guard let app = context.apps[stored.appId] else { return fail(.appIdMismatch, request, route, context) }
-        guard app.environments.contains(stored.environment) else {
-            return fail(.environmentNotAllowed, request, route, context)
+        guard let app = context.apps[stored.appId], app.environments.contains(stored.environment) else {
+            risk?.rule(route: route.upstream, .environments, .reject).inc()
+            let reason: ReasonToken = context.apps[stored.appId] == nil ? .appIdMismatch : .environmentNotAllowed
+            return fail(reason, request, route, context)
         }
         let state = result.state
         let signals = RuleSignals(
@@ -177,7 +180,14 @@ public final class AssertionGate: RequestGate {
             userKeys: state?.userId == nil ? nil : state?.userKeyCount, riskMetric: state?.riskMetric)
         var flags: [ReasonToken] = []
         if !app.rules.isEmpty || !route.rules.isEmpty {
-            let verdict = RuleEvaluator.evaluate(RulesConfig.effective(app: app.rules, route: route.rules), signals)
+            let rules = RulesConfig.effective(app: app.rules, route: route.rules)
+            let verdict: RuleVerdict
+            if let risk {
+                let name = route.upstream
+                verdict = RuleEvaluator.evaluate(rules, signals) { risk.rule(route: name, $0, $1).inc() }
+            } else {
+                verdict = RuleEvaluator.evaluate(rules, signals)
+            }
             if let reason = verdict.rejection { return fail(reason, request, route, context) }
             flags = verdict.flags
         }
@@ -189,6 +199,7 @@ public final class AssertionGate: RequestGate {
             riskMetricAgeSeconds: state?.riskMetricAt.map { now - $0 },
             appVersion: signals.appVersion, launchCategory: signals.launchCategory, keyPolicy: signals.keyPolicy,
             flags: flags)
+        risk?.verified(route: route.upstream, environment: stored.environment, launchCategory: signals.launchCategory).inc()
         return forward(.verified(identity), request, context)
     }
 

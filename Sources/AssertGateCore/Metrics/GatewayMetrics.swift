@@ -33,6 +33,13 @@ public final class GatewayMetrics: Sendable {
     public let malformedExtensions: MetricFamilyOf<Counter>
     private let malformedByKey: [String: Counter]
 
+    /// `assertgate_rule_results_total{route, rule, result}` (risk.md §2; the
+    /// always-on environment and App ID checks count as `environments`).
+    public let ruleResults: MetricFamilyOf<Counter>
+    /// `assertgate_verified_requests_total{route, environment, launch_category}`:
+    /// the category's name, `missing`, or `other` for unnamed numbers (bounded).
+    public let verifiedRequests: MetricFamilyOf<Counter>
+
     private let rejectionByReason: [ReasonToken: Counter]
     private let unverifiedByReason: [ReasonToken: Counter]
 
@@ -83,6 +90,14 @@ public final class GatewayMetrics: Sendable {
             help: "Known authenticator-data extensions (attestations and assertions) whose value had the wrong type "
                 + "or length and was treated as absent, by key.",
             labelNames: ["key"])
+        ruleResults = registry.counter(
+            "assertgate_rule_results_total",
+            help: "Risk rules evaluated on verified assertions, by route (its upstream), rule and result.",
+            labelNames: ["route", "rule", "result"])
+        verifiedRequests = registry.counter(
+            "assertgate_verified_requests_total",
+            help: "Requests forwarded with trust=verified, by route (its upstream), key environment and launch category.",
+            labelNames: ["route", "environment", "launch_category"])
         var malformed: [String: Counter] = [:]
         for key in AuthenticatorExtensions.knownKeys { malformed[key] = malformedExtensions.labels(key) }
         malformedByKey = malformed

@@ -18,6 +18,11 @@ public enum RuleKey: String, Sendable, CaseIterable {
     }
 }
 
+/// One rule's outcome on one request (`assertgate_rule_results_total`).
+public enum RuleResult: String, Sendable, CaseIterable {
+    case pass, reject, flag
+}
+
 /// What the rules concluded: the first failing `require` rule, and every
 /// failing `flag` rule in table order.
 public struct RuleVerdict: Sendable, Equatable {
@@ -63,12 +68,22 @@ public enum RuleEvaluator {
         }
     }
 
-    public static func evaluate(_ rules: RulesConfig, _ s: RuleSignals) -> RuleVerdict {
-        var verdict = RuleVerdict.pass
+    /// `require` rules in table order up to the first failure (which decides:
+    /// no flags then), else every `flag` rule. `observe` sees each rule evaluated.
+    public static func evaluate(
+        _ rules: RulesConfig, _ s: RuleSignals, observe: ((RuleKey, RuleResult) -> Void)? = nil
+    ) -> RuleVerdict {
         for key in RuleKey.allCases {
-            if verdict.rejection == nil, check(key, rules.require, s) == false { verdict.rejection = key.reason }
-            if check(key, rules.flag, s) == false { verdict.flags.append(key.reason) }
+            guard let ok = check(key, rules.require, s) else { continue }
+            observe?(key, ok ? .pass : .reject)
+            if !ok { return RuleVerdict(rejection: key.reason, flags: []) }
         }
-        return verdict
+        var flags: [ReasonToken] = []
+        for key in RuleKey.allCases {
+            guard let ok = check(key, rules.flag, s) else { continue }
+            observe?(key, ok ? .pass : .flag)
+            if !ok { flags.append(key.reason) }
+        }
+        return RuleVerdict(rejection: nil, flags: flags)
     }
 }

@@ -73,7 +73,16 @@ import Verifier
         flag.maxUserKeys = 1
         flag.launchCategories = .init(allowed: [1], allowsMissing: false)
         flag.maxRiskMetric = 0
-        #expect(RuleEvaluator.evaluate(RulesConfig(require: require, flag: flag), Self.full).rejection == .appVersionTooOld)
+        var seen: [String] = []
+        let rejected = RuleEvaluator.evaluate(RulesConfig(require: require, flag: flag), Self.full) {
+            seen.append("\($0.rawValue)=\($1.rawValue)")
+        }
+        // The first failing require rule decides; nothing after it is evaluated.
+        #expect(rejected == RuleVerdict(rejection: .appVersionTooOld, flags: []))
+        #expect(seen == ["minAppVersion=reject"])
+        seen = []
+        _ = RuleEvaluator.evaluate(RulesConfig(flag: flag), Self.full) { seen.append("\($0.rawValue)=\($1.rawValue)") }
+        #expect(seen == ["launchCategories=flag", "maxUserKeys=flag", "maxRiskMetric=flag"])
         #expect(RuleEvaluator.evaluate(RulesConfig(flag: flag), Self.full).flags
             == [.launchCategoryNotAllowed, .tooManyKeys, .riskTooHigh])
     }

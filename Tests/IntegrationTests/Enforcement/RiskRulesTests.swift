@@ -143,6 +143,34 @@ extension Integration {
             #expect(head?.headers.first(name: "x-assertgate-launch-category") == "app-store")
             #expect(head?.headers.first(name: "x-assertgate-key-policy") == "macos-full-security")
             #expect(head?.headers.first(name: "x-assertgate-env") == "production")
+
+            // assertgate_rule_results_total: each rule rejected once in enforce and
+            // once in monitor, flagged once (every rule route's upstream is `legacy`).
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body
+            for rule in Self.rules {
+                #expect(metrics.contains(#"assertgate_rule_results_total{route="legacy",rule="\#(rule.key)",result="reject"} 2"#), "\(rule.key)")
+                #expect(metrics.contains(#"assertgate_rule_results_total{route="legacy",rule="\#(rule.key)",result="flag"} 1"#), "\(rule.key)")
+                #expect(metrics.contains(#"assertgate_rule_results_total{route="legacy",rule="\#(rule.key)",result="pass"}"#), "\(rule.key)")
+            }
+
+            // Every series the Grafana dashboard queries is one this live /metrics exports.
+            var root = URL(fileURLWithPath: #filePath)
+            for _ in 0..<4 { root.deleteLastPathComponent() }
+            let dashboard = try Data(contentsOf: root.appendingPathComponent("deploy/grafana/assertgate-risk.json"))
+            let json = try #require(try JSONSerialization.jsonObject(with: dashboard) as? [String: Any])
+            let panels = try #require(json["panels"] as? [[String: Any]])
+            let exprs = panels.flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
+            #expect(exprs.count >= 8)
+            let exported = Set(metrics.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }
+                .compactMap { $0.split(separator: " ").dropFirst(2).first.map(String.init) })
+            for expr in exprs {
+                var rest = Substring(expr)
+                while let start = rest.range(of: "assertgate_") {
+                    let name = String(rest[start.lowerBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" })
+                    #expect(exported.contains(name), "dashboard queries \(name), not in /metrics")
+                    rest = rest[start.upperBound...]
+                }
+            }
             try await h.stop()
         }
 
@@ -171,6 +199,10 @@ extension Integration {
             }
             let (allowed, _) = try await Self.get(h, bare, "/cat-or-missing/x")
             #expect(allowed.status == 200, "\(allowed.body)")
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body
+            #expect(metrics.contains(
+                #"assertgate_verified_requests_total{route="legacy",environment="production",launch_category="missing"} 5"#),
+                "\(metrics)")
             try await h.stop()
         }
 
@@ -238,8 +270,18 @@ extension Integration {
             #expect(plain.status == 200)
             #expect(plainHead?.headers.first(name: "x-assertgate-launch-category") == "testflight")
             #expect(plainHead?.headers.first(name: "x-assertgate-app-version") == "2.1")
+            // A number Apple has not named is written in decimal, and shares one metric label.
+            let (unnamed, unnamedHead) = try await Self.get(
+                h, app, "/enforce/x", extensions: .launch(category: 99, bundleVersion: "2.1"))
+            #expect(unnamed.status == 200)
+            #expect(unnamedHead?.headers.first(name: "x-assertgate-launch-category") == "99")
             let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body
             #expect(metrics.contains(#"assertgate_malformed_extensions_total{key="apple_validation_category_01"} 2"#), "\(metrics)")
+            for (category, n) in [("app-store", 2), ("testflight", 1), ("other", 1)] {
+                #expect(metrics.contains(
+                    #"assertgate_verified_requests_total{route="legacy",environment="production",launch_category="\#(category)"} \#(n)"#),
+                    "\(category): \(metrics)")
+            }
 
             // §6.14: the key record keeps the attestation's signals.
             let auth = [("Authorization", "Bearer \(EnforcementHarness.adminToken)")]
@@ -278,6 +320,8 @@ extension Integration {
             let (gone, _) = try await Self.get(h, prod, "/enforce/x")
             #expect(gone.status == 403)
             #expect(gone.reason == "app-id-mismatch")
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body
+            #expect(metrics.contains(#"assertgate_rule_results_total{route="legacy",rule="environments",result="reject"} 3"#))
             try await h.stop()
         }
 
