@@ -169,7 +169,7 @@ public final class AssertionGate: RequestGate {
         }
         let stored = entry.stored
         guard let app = context.apps[stored.appId], app.environments.contains(stored.environment) else {
-            risk?.rule(route: route.upstream, .environments, .reject).inc()
+            risk?.rules(route: route.upstream).inc(.environments, .reject)
             let reason: ReasonToken = context.apps[stored.appId] == nil ? .appIdMismatch : .environmentNotAllowed
             return fail(reason, request, route, context)
         }
@@ -179,12 +179,15 @@ public final class AssertionGate: RequestGate {
             launchCategory: asserted.launchCategory ?? stored.launchCategory, keyPolicy: stored.keyPolicy,
             userKeys: state?.userId == nil ? nil : state?.userKeyCount, riskMetric: state?.riskMetric)
         var flags: [ReasonToken] = []
-        if !app.rules.isEmpty || !route.rules.isEmpty {
-            let rules = RulesConfig.effective(app: app.rules, route: route.rules)
+        let appHasRules = !app.rules.isEmpty
+        let routeHasRules = !route.rules.isEmpty
+        if appHasRules || routeHasRules {
+            let rules =
+                !routeHasRules ? app.rules
+                : !appHasRules ? route.rules : RulesConfig.effective(app: app.rules, route: route.rules)
             let verdict: RuleVerdict
-            if let risk {
-                let name = route.upstream
-                verdict = RuleEvaluator.evaluate(rules, signals) { risk.rule(route: name, $0, $1).inc() }
+            if let counters = risk?.rules(route: route.upstream) {
+                verdict = RuleEvaluator.evaluate(rules, signals) { counters.inc($0, $1) }
             } else {
                 verdict = RuleEvaluator.evaluate(rules, signals)
             }

@@ -2,13 +2,24 @@ import Verifier
 
 /// Per-worker handles of the risk series (`assertgate_rule_results_total`,
 /// `assertgate_verified_requests_total`), resolved once per label set so a
-/// request costs a dictionary lookup and a relaxed atomic add per series.
-/// Deliberately not `Sendable`: keep one per event loop.
+/// request costs one dictionary lookup per series family and relaxed atomic
+/// adds. Deliberately not `Sendable`: keep one per event loop.
 public final class RiskMetricsCache {
-    private struct RuleKeyLabels: Hashable {
-        var route: String
-        var rule: RuleKey
-        var result: RuleResult
+    /// Every rule × result counter of one route, indexed without hashing.
+    public final class RouteRuleCounters {
+        private let counters: [Counter]
+
+        init(family: MetricFamilyOf<Counter>, route: String) {
+            var counters: [Counter] = []
+            for key in RuleKey.allCases {
+                for result in RuleResult.allCases { counters.append(family.labels(route, key.name, result.name)) }
+            }
+            self.counters = counters
+        }
+
+        public func inc(_ key: RuleKey, _ result: RuleResult) {
+            counters[key.rawValue * RuleResult.allCases.count + result.rawValue].inc()
+        }
     }
 
     private struct VerifiedLabels: Hashable {
@@ -18,19 +29,19 @@ public final class RiskMetricsCache {
     }
 
     private let metrics: GatewayMetrics
-    private var rules: [RuleKeyLabels: Counter] = [:]
+    private var rules: [String: RouteRuleCounters] = [:]
     private var verified: [VerifiedLabels: Counter] = [:]
 
     public init(metrics: GatewayMetrics) {
         self.metrics = metrics
     }
 
-    public func rule(route: String, _ rule: RuleKey, _ result: RuleResult) -> Counter {
-        let key = RuleKeyLabels(route: route, rule: rule, result: result)
-        if let counter = rules[key] { return counter }
-        let counter = metrics.ruleResults.labels(route, rule.rawValue, result.rawValue)
-        rules[key] = counter
-        return counter
+    /// The route's rule counters (all 18 series appear on first use, at 0).
+    public func rules(route: String) -> RouteRuleCounters {
+        if let counters = rules[route] { return counters }
+        let counters = RouteRuleCounters(family: metrics.ruleResults, route: route)
+        rules[route] = counters
+        return counters
     }
 
     public func verified(route: String, environment: AppEnvironment, launchCategory: UInt32?) -> Counter {

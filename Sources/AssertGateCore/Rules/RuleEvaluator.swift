@@ -2,8 +2,20 @@ import Verifier
 
 /// The keys of risk.md §2 that act, in evaluation (table) order.
 /// `deviceBits` is parsed into `RuleSet` but acts only once DeviceCheck exists.
-public enum RuleKey: String, Sendable, CaseIterable {
+public enum RuleKey: Int, Sendable, CaseIterable {
     case environments, launchCategories, minAppVersion, keyPolicy, maxUserKeys, maxRiskMetric
+
+    /// The config key and metric label.
+    public var name: String {
+        switch self {
+        case .environments: return "environments"
+        case .launchCategories: return "launchCategories"
+        case .minAppVersion: return "minAppVersion"
+        case .keyPolicy: return "keyPolicy"
+        case .maxUserKeys: return "maxUserKeys"
+        case .maxRiskMetric: return "maxRiskMetric"
+        }
+    }
 
     /// The reason a failure of this rule gives.
     public var reason: ReasonToken {
@@ -19,8 +31,16 @@ public enum RuleKey: String, Sendable, CaseIterable {
 }
 
 /// One rule's outcome on one request (`assertgate_rule_results_total`).
-public enum RuleResult: String, Sendable, CaseIterable {
+public enum RuleResult: Int, Sendable, CaseIterable {
     case pass, reject, flag
+
+    public var name: String {
+        switch self {
+        case .pass: return "pass"
+        case .reject: return "reject"
+        case .flag: return "flag"
+        }
+    }
 }
 
 /// What the rules concluded: the first failing `require` rule, and every
@@ -71,17 +91,17 @@ public enum RuleEvaluator {
     /// `require` rules in table order up to the first failure (which decides:
     /// no flags then), else every `flag` rule. `observe` sees each rule evaluated.
     public static func evaluate(
-        _ rules: RulesConfig, _ s: RuleSignals, observe: ((RuleKey, RuleResult) -> Void)? = nil
+        _ rules: RulesConfig, _ s: RuleSignals, observe: (RuleKey, RuleResult) -> Void = { _, _ in }
     ) -> RuleVerdict {
         for key in RuleKey.allCases {
             guard let ok = check(key, rules.require, s) else { continue }
-            observe?(key, ok ? .pass : .reject)
+            observe(key, ok ? .pass : .reject)
             if !ok { return RuleVerdict(rejection: key.reason, flags: []) }
         }
         var flags: [ReasonToken] = []
         for key in RuleKey.allCases {
             guard let ok = check(key, rules.flag, s) else { continue }
-            observe?(key, ok ? .pass : .flag)
+            observe(key, ok ? .pass : .flag)
             if !ok { flags.append(key.reason) }
         }
         return RuleVerdict(rejection: nil, flags: flags)

@@ -75,13 +75,13 @@ import Verifier
         flag.maxRiskMetric = 0
         var seen: [String] = []
         let rejected = RuleEvaluator.evaluate(RulesConfig(require: require, flag: flag), Self.full) {
-            seen.append("\($0.rawValue)=\($1.rawValue)")
+            seen.append("\($0.name)=\($1.name)")
         }
         // The first failing require rule decides; nothing after it is evaluated.
         #expect(rejected == RuleVerdict(rejection: .appVersionTooOld, flags: []))
         #expect(seen == ["minAppVersion=reject"])
         seen = []
-        _ = RuleEvaluator.evaluate(RulesConfig(flag: flag), Self.full) { seen.append("\($0.rawValue)=\($1.rawValue)") }
+        _ = RuleEvaluator.evaluate(RulesConfig(flag: flag), Self.full) { seen.append("\($0.name)=\($1.name)") }
         #expect(seen == ["launchCategories=flag", "maxUserKeys=flag", "maxRiskMetric=flag"])
         #expect(RuleEvaluator.evaluate(RulesConfig(flag: flag), Self.full).flags
             == [.launchCategoryNotAllowed, .tooManyKeys, .riskTooHigh])

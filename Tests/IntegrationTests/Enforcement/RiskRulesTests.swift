@@ -325,6 +325,45 @@ extension Integration {
             try await h.stop()
         }
 
+        /// assertgate-device writes every signal a rule needs (risk.md §1), in
+        /// the attestation and in a request's assertion.
+        @Test func deviceToolWritesTheSignals() async throws {
+            guard let tool = BuiltProduct.path("assertgate-device") else {
+                Issue.record("assertgate-device is not built next to the tests")
+                return
+            }
+            let state = NSTemporaryDirectory() + "assertgate-device-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            #expect(try await Run.tool(tool, ["init-ca", "--state", state]).status == 0)
+            var options = EnforcementHarness.Options(caDirectory: state + "/ca")
+            options.extraRoutes = [
+                #"{match: {prefix: /mac/}, upstream: legacy, mode: enforce, rules: {require: {keyPolicy: macos-full-security, launchCategories: [app-store], minAppVersion: "2"}}}"#
+            ]
+            let h = try await EnforcementHarness.start(options)
+            let common = ["--gateway", h.base, "--state", state]
+            let attest = try await Run.tool(
+                tool,
+                ["attest", "--launch-category", "testflight", "--category-as-integer", "--bundle-version", "1.5",
+                 "--key-policy", "macos-full-security"] + common)
+            #expect(attest.status == 0, "\(attest.stdout) \(attest.stderr)")
+            // The attestation's TestFlight 1.5 fails the route's rules.
+            let old = try await Run.tool(tool, ["request", "GET", "/mac/a"] + common)
+            #expect(old.status == 1)
+            #expect(old.stdout.contains("launch-category-not-allowed"), "\(old.stdout)")
+            // The running app, per its assertion: App Store 2.0.
+            let now = try await Run.tool(
+                tool, ["request", "GET", "/mac/b", "--launch-category", "4", "--bundle-version", "2.0"] + common)
+            #expect(now.status == 0, "\(now.stdout) \(now.stderr)")
+            let head = try #require(h.lastUpstreamHead)
+            #expect(head.headers.first(name: "x-assertgate-launch-category") == "app-store")
+            #expect(head.headers.first(name: "x-assertgate-app-version") == "2.0")
+            #expect(head.headers.first(name: "x-assertgate-key-policy") == "macos-full-security")
+            let bad = try await Run.tool(tool, ["request", "GET", "/mac/c", "--launch-category", "appstore"] + common)
+            #expect(bad.status != 0)
+            #expect(bad.stderr.contains("--launch-category: 'appstore' is not a number or one of"), "\(bad.stderr)")
+            try await h.stop()
+        }
+
         @Test func rulesCostNoExtraStoreRoundTrip() async throws {
             var options = EnforcementHarness.Options()
             options.appRules = #"{require: {launchCategories: [app-store, missing], minAppVersion: "1"}, flag: {maxUserKeys: 3, maxRiskMetric: 5}}"#
