@@ -34,10 +34,11 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     case appVersionTooOld = "app-version-too-old"
     case keyPolicyNotAllowed = "key-policy-not-allowed"
     case tooManyKeys = "too-many-keys"
-    // 404, 405, 409, 413, 429, 431
+    // 404, 405, 408, 409, 413, 429, 431
     case noRoute = "no-route"
     case unknownUser = "unknown-user"
     case methodNotAllowed = "method-not-allowed"
+    case requestTimeout = "request-timeout"
     case keyExists = "key-exists"
     case bodyTooLarge = "body-too-large"
     case rateLimited = "rate-limited"
@@ -45,6 +46,7 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     // 502, 503, 504
     case upstreamUnavailable = "upstream-unavailable"
     case storeUnavailable = "store-unavailable"
+    case gatewayBusy = "gateway-busy"
     case upstreamTimeout = "upstream-timeout"
 
     /// The HTTP status the gateway answers with when it rejects for this reason.
@@ -63,12 +65,13 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
             return 403
         case .noRoute, .unknownUser: return 404
         case .methodNotAllowed: return 405
+        case .requestTimeout: return 408
         case .keyExists: return 409
         case .bodyTooLarge: return 413
         case .rateLimited: return 429
         case .headersTooLarge: return 431
         case .upstreamUnavailable: return 502
-        case .storeUnavailable: return 503
+        case .storeUnavailable, .gatewayBusy: return 503
         case .upstreamTimeout: return 504
         }
     }
@@ -108,12 +111,14 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
         case .unknownUser: return "Unknown user"
         case .noRoute: return "No route"
         case .methodNotAllowed: return "Method not allowed"
+        case .requestTimeout: return "Request body too slow"
         case .keyExists: return "Key already attested"
         case .bodyTooLarge: return "Body too large"
         case .rateLimited: return "Rate limited"
         case .headersTooLarge: return "Headers too large"
         case .upstreamUnavailable: return "Upstream unavailable"
         case .storeUnavailable: return "Store unavailable"
+        case .gatewayBusy: return "Gateway busy"
         case .upstreamTimeout: return "Upstream timeout"
         }
     }

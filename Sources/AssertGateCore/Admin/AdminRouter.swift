@@ -32,13 +32,18 @@ public final class AdminRouter: Sendable {
     private let actions: (any AdminActions)?
     private let readinessTimeout: Duration
     private let logger: Logger
+    /// Upstream pools exhausted for longer than their response timeout
+    /// (`UpstreamHealth.exhaustedUpstreams`): the gateway is not ready then.
+    private let exhaustedUpstreams: @Sendable () -> [String]
 
     public init(
         token: Secret?, metrics: MetricsRegistry, readiness: @escaping @Sendable () async -> Bool,
         actions: (any AdminActions)?, readinessTimeout: Duration = .seconds(2),
+        exhaustedUpstreams: @escaping @Sendable () -> [String] = { [] },
         logger: Logger = Logger(label: "assertgate.admin")
     ) {
         self.logger = logger
+        self.exhaustedUpstreams = exhaustedUpstreams
         self.token = Mutex(token)
         self.metrics = metrics
         self.readiness = readiness
@@ -62,6 +67,13 @@ public final class AdminRouter: Sendable {
             return ok(#"{"status":"ok"}"#, requestId)
         case ["readyz"]:
             guard isRead else { return methodNotAllowed("GET, HEAD", requestId) }
+            let exhausted = exhaustedUpstreams()
+            if !exhausted.isEmpty {
+                return problem(
+                    .upstreamUnavailable, requestId,
+                    detail: "no free upstream connection for longer than the response timeout: \(exhausted.joined(separator: "; "))",
+                    status: 503)
+            }
             if await readyWithinTimeout() { return ok(#"{"status":"ready"}"#, requestId) }
             return problem(.storeUnavailable, requestId)
         case ["metrics"]:

@@ -27,9 +27,12 @@ public final class AdminServer: Sendable {
     public static func start(
         address: HostPort, token: Secret?, metrics: MetricsRegistry,
         readiness: @escaping @Sendable () async -> Bool, actions: (any AdminActions)?,
+        exhaustedUpstreams: @escaping @Sendable () -> [String] = { [] },
         group: any EventLoopGroup, logger: Logger = Logger(label: "assertgate.admin")
     ) async throws -> AdminServer {
-        let router = AdminRouter(token: token, metrics: metrics, readiness: readiness, actions: actions, logger: logger)
+        let router = AdminRouter(
+            token: token, metrics: metrics, readiness: readiness, actions: actions,
+            exhaustedUpstreams: exhaustedUpstreams, logger: logger)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

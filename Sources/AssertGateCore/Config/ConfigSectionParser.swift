@@ -400,7 +400,8 @@ struct ConfigSectionParser {
     // MARK: upstreams, routes
 
     static let upstreamKeys: Set<String> = [
-        "endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint", "tls",
+        "endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint",
+        "maxConnectionsPerClient", "tls",
     ]
 
     func parseUpstreams(_ top: ConfigReader.MappingView) -> [String: UpstreamConfig]? {
@@ -451,6 +452,12 @@ struct ConfigSectionParser {
             if let t = reader.duration(view, "responseTimeout") { u.responseTimeout = t }
             if let t = reader.duration(view, "idleTimeout") { u.idleTimeout = t }
             if let n = reader.int(view, "maxConnectionsPerEndpoint", min: 1, max: 100_000) { u.maxConnectionsPerEndpoint = n }
+            if let n = reader.int(view, "maxConnectionsPerClient", min: 1, max: 100_000) {
+                if n > u.maxConnectionsPerEndpoint, let node = view["maxConnectionsPerClient"] {
+                    reader.error(at: node, "\(path).maxConnectionsPerClient: \(n) exceeds maxConnectionsPerEndpoint (\(u.maxConnectionsPerEndpoint))")
+                }
+                u.maxConnectionsPerClient = n
+            }
             result[name] = u
         }
         return result
@@ -494,7 +501,7 @@ struct ConfigSectionParser {
             let maxRisk = reader.int(view, "maxRiskMetric", min: 0)
             let forward = reader.bool(view, "forwardAssertionHeaders")
             let rules = view["rules"].flatMap { parseRules($0, path: "\(path).rules", routeLevel: true) }
-            if let rules, mode == .passthrough, let n = view["rules"] {
+            if rules != nil, mode == .passthrough, let n = view["rules"] {
                 reader.error(at: n, "\(path).rules: a passthrough route checks no assertion, so it takes no rules")
             }
             if maxRisk != nil, rules?.require.maxRiskMetric != nil, let n = view["maxRiskMetric"] {
@@ -552,17 +559,26 @@ struct ConfigSectionParser {
 
     // MARK: limits, fraudMetric, logging
 
+    static let limitsKeys: Set<String> = [
+        "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
+        "requestBodyTimeout", "minRequestBodyRate", "streamWriteTimeout", "maxBufferedBodyBytes",
+        "underscoresInHeaders",
+    ]
+
     func parseLimits(_ node: Node) -> LimitsConfig {
         var l = LimitsConfig()
-        guard let view = reader.mapping(node, path: "limits", allowed: [
-            "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
-        ]) else { return l }
+        guard let view = reader.mapping(node, path: "limits", allowed: Self.limitsKeys) else { return l }
         if let n = reader.int(view, "maxConcurrentStreams", min: 1, max: Int(Int32.max)) { l.maxConcurrentStreams = n }
         if let n = reader.size(view, "maxHeaderListBytes", min: 1024) { l.maxHeaderListBytes = n }
         if let n = reader.size(view, "maxRequestBodyBytes") { l.maxRequestBodyBytes = n }
         if let r = view["streamResetRate"].flatMap({ rateConfig($0, path: "limits.streamResetRate") }) {
             l.streamResetRate = r
         }
+        if let t = reader.duration(view, "requestBodyTimeout") { l.requestBodyTimeout = t }
+        if let n = reader.size(view, "minRequestBodyRate") { l.minRequestBodyRate = n }
+        if let t = reader.duration(view, "streamWriteTimeout") { l.streamWriteTimeout = t }
+        if let n = reader.size(view, "maxBufferedBodyBytes", min: 64 << 10) { l.maxBufferedBodyBytes = n }
+        if let p = reader.oneOf(view, "underscoresInHeaders", UnderscoreHeaderPolicy.self) { l.underscoresInHeaders = p }
         return l
     }
 

@@ -54,7 +54,8 @@ public enum ConfigSummary {
                     + "\(tls.serverName.map { "'\($0)'" } ?? "each endpoint's host"), client certificate \(tls.certificate ?? "none")")
             }
             out.append("    connectTimeout \(DurationParser.format(u.connectTimeout)), responseTimeout \(DurationParser.format(u.responseTimeout)), "
-                + "idleTimeout \(DurationParser.format(u.idleTimeout)), maxConnectionsPerEndpoint \(u.maxConnectionsPerEndpoint)")
+                + "idleTimeout \(DurationParser.format(u.idleTimeout)), maxConnectionsPerEndpoint \(u.maxConnectionsPerEndpoint), "
+                + "maxConnectionsPerClient \(u.effectiveMaxConnectionsPerClient)\(u.maxConnectionsPerClient == nil ? " (half)" : "")")
         }
         out.append("routes (first match wins):")
         for (i, r) in config.routes.enumerated() {
@@ -81,6 +82,9 @@ public enum ConfigSummary {
         let l = config.limits
         out.append("limits: maxConcurrentStreams \(l.maxConcurrentStreams), maxHeaderListBytes \(SizeParser.format(l.maxHeaderListBytes)), "
             + "maxRequestBodyBytes \(SizeParser.format(l.maxRequestBodyBytes)), streamResetRate \(rate(l.streamResetRate))")
+        out.append("  requestBodyTimeout \(DurationParser.format(l.requestBodyTimeout)), minRequestBodyRate \(l.minRequestBodyRate == 0 ? "off" : SizeParser.format(l.minRequestBodyRate) + "/s"), "
+            + "streamWriteTimeout \(DurationParser.format(l.streamWriteTimeout)), maxBufferedBodyBytes \(SizeParser.format(l.effectiveMaxBufferedBodyBytes)) per worker\(l.maxBufferedBodyBytes == nil ? " (sized for this machine)" : ""), "
+            + "underscoresInHeaders \(l.underscoresInHeaders.rawValue)")
         if let f = config.fraudMetric {
             out.append("fraudMetric: team \(f.teamId), key \(f.keyId) (\(source(f.privateKey))), production \(f.baseURL), development \(f.developmentBaseURL), every \(DurationParser.format(f.refreshEvery)), "
                 + "schedule checked every \(DurationParser.format(f.pollEvery)), server verified against \(f.caFile ?? "the system trust store")")

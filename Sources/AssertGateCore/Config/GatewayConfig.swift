@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 
 /// The resolved, validated configuration of config.md. An immutable value:
@@ -219,6 +220,15 @@ public struct UpstreamConfig: Sendable {
     public var responseTimeout: TimeAmount = .seconds(30)
     public var idleTimeout: TimeAmount = .seconds(60)
     public var maxConnectionsPerEndpoint: Int = 64
+    /// How many of an endpoint's connections (per worker) one client address
+    /// may hold at once; its further requests wait for one of its own. nil
+    /// (not set in the file): half of `maxConnectionsPerEndpoint`, rounded up,
+    /// so a few sockets from one address cannot starve everyone else.
+    public var maxConnectionsPerClient: Int?
+    public var effectiveMaxConnectionsPerClient: Int {
+        let cap = max(1, maxConnectionsPerEndpoint)
+        return min(cap, max(1, maxConnectionsPerClient ?? (cap + 1) / 2))
+    }
     public init(endpoints: [UpstreamEndpoint]) {
         self.endpoints = endpoints
     }
@@ -280,7 +290,48 @@ public struct LimitsConfig: Sendable {
     public var maxHeaderListBytes: Int = 64 << 10
     public var maxRequestBodyBytes: Int = 16 << 20
     public var streamResetRate = RateConfig(perSecond: 1000, burst: 1000)
+    /// A request body with no byte for this long is answered `408
+    /// request-timeout` (or its stream reset once the answer has begun) and its
+    /// upstream connection closed. Also the grace period of `minRequestBodyRate`.
+    public var requestBodyTimeout: TimeAmount = .seconds(10)
+    /// After `requestBodyTimeout`, a body arriving slower than this (bytes per
+    /// second, averaged since its head) is refused the same way: a trickle of
+    /// one byte every few seconds would never trip the plain timeout. 0: off.
+    /// Time the gateway itself holds the body back (its upstream is slow to
+    /// take it) is not held against the client.
+    public var minRequestBodyRate: Int = 1024
+    /// A response whose bytes the client has not taken for this long (the
+    /// socket or the stream's flow-control window stays full) is reset and its
+    /// upstream connection closed.
+    public var streamWriteTimeout: TimeAmount = .seconds(30)
+    /// Per worker: request bodies held in memory at once for assertion checks
+    /// (`bindBody`) and the gateway's own routes. A request that would go over
+    /// is answered `503 gateway-busy` with `Retry-After`. nil (not set in the
+    /// file): `defaultMaxBufferedBodyBytes`, sized for the machine.
+    public var maxBufferedBodyBytes: Int?
+    public var effectiveMaxBufferedBodyBytes: Int { maxBufferedBodyBytes ?? Self.defaultMaxBufferedBodyBytes }
+    /// An eighth of physical memory shared by the workers, between 16 MiB and 512 MiB each.
+    public static var defaultMaxBufferedBodyBytes: Int {
+        let workers = max(1, System.coreCount)
+        let share = Int(clamping: ProcessInfo.processInfo.physicalMemory / 8) / workers
+        return min(512 << 20, max(16 << 20, share))
+    }
+    /// Request headers whose names contain `_`: CGI-style upstreams (WSGI,
+    /// Rack, PHP) read `X_Forwarded_For` as `X-Forwarded-For`.
+    public var underscoresInHeaders: UnderscoreHeaderPolicy = .drop
     public init() {}
+}
+
+/// What happens to a request header whose name contains `_` (nginx's
+/// `underscores_in_headers off` drops them).
+public enum UnderscoreHeaderPolicy: String, Sendable, CaseIterable {
+    /// Removed before anything reads the headers.
+    case drop
+    /// The request is answered `400 malformed-request`.
+    case reject
+    /// Forwarded, except names that read as the trust prefix or a forwarding
+    /// header once `_` is read as `-`.
+    case allow
 }
 
 public struct FraudMetricConfig: Sendable {

@@ -47,6 +47,13 @@ public final class AssertionGate: RequestGate {
 
     public func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy {
         guard route.mode != .passthrough, route.bindBody else { return .stream }
+        // Headers absent or malformed decide the request from its head (enforce:
+        // 401/400 at once; monitor: forwarded as missing/invalid, body streamed):
+        // no body is buffered for a request that can never verify.
+        guard let names = request.snapshot.enforcement?.headerNames,
+            (try? AssertionHeaders.parse(
+                names: names, challengeRequired: route.challengeRequired, lookup: { request.headers.first(name: $0) })) != nil
+        else { return .stream }
         return .buffer(limit: route.maxBodyBytes)
     }
 

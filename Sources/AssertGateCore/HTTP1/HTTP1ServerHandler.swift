@@ -89,7 +89,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         // per field), so `limits.maxHeaderListBytes` means the same on both.
         for (n, v) in head.headers { headerBytes += n.utf8.count + v.utf8.count + 32 }
         var headers = head.headers
-        HeaderRewriter.stripTrustPrefix(&headers, snapshot: snapshot)
+        let accepted = HeaderRewriter.sanitizeClientHeaders(&headers, snapshot: snapshot)
         let requestId = worker.requestId(clientValue: headers.first(name: "x-request-id"))
         if headerBytes > snapshot.config.limits.maxHeaderListBytes {
             keepAlive = false
@@ -114,10 +114,20 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
         }
         requestHasBody = !RequestBodyInfo(framing: framing).isEmpty
+        var target = head.uri
+        var authority: String?
+        if let absolute = AbsoluteTarget(head.uri) {
+            // RFC 9112 §3.2.2: the target's authority replaces any Host header.
+            target = absolute.originForm
+            authority = absolute.authority
+            headers.remove(name: "host")
+        }
         let request = ProxyRequest(
-            method: head.method.rawValue, target: head.uri, authority: nil, scheme: scheme, headers: headers,
+            method: head.method.rawValue, target: target, authority: authority, scheme: scheme, headers: headers,
             requestId: requestId, clientAddress: clientAddress, snapshot: snapshot)
-        let p = RequestPipeline(request: request, body: RequestBodyInfo(framing: framing), sink: self, worker: worker)
+        let p = RequestPipeline(
+            request: request, body: RequestBodyInfo(framing: framing), sink: self, worker: worker,
+            refusal: accepted ? nil : .malformedRequest)
         pipeline = p
         p.start()
     }
@@ -231,11 +241,31 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { pipeline?.downstreamDrained() }
+        if context.channel.isWritable {
+            writeStallTimer?.cancel()
+            writeStallTimer = nil
+            pipeline?.downstreamDrained()
+        } else if writeStallTimer == nil {
+            // The client stopped taking bytes: give it `streamWriteTimeout`, then
+            // close (the pipeline releases its upstream connection).
+            let channel = context.channel
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            writeStallTimer = context.eventLoop.scheduleTask(in: worker.snapshot.config.limits.streamWriteTimeout) {
+                let me = bound.value
+                me.writeStallTimer = nil
+                guard !channel.isWritable, channel.isActive else { return }
+                me.worker.observer?.timedOut(.streamWrite)
+                channel.close(promise: nil)
+            }
+        }
         context.fireChannelWritabilityChanged()
     }
 
+    private var writeStallTimer: Scheduled<Void>?
+
     func channelInactive(context: ChannelHandlerContext) {
+        writeStallTimer?.cancel()
+        writeStallTimer = nil
         let p = pipeline
         pipeline = nil
         p?.downstreamAborted()
@@ -257,6 +287,18 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if lingering { return }
+        if error is HTTPParserError, let pipeline, !requestComplete {
+            // The body could not be read (an invalid chunk size or line): the
+            // pipeline answers 400 (or resets an answer under way) and closes
+            // the upstream connection if the head already went there.
+            keepAlive = false
+            requestComplete = true
+            discardingRequest = true
+            // It closes the connection once the answer is written.
+            pipeline.receiveMalformedBody()
+            return
+        }
         guard let parseError = error as? HTTPParserError, !responding, pipeline == nil else {
             context.close(promise: nil)
             return
@@ -265,4 +307,36 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         let reason: ReasonToken = parseError == .headerOverflow ? .headersTooLarge : .malformedRequest
         sendProblem(reason, requestId: worker.requestIds.make(), method: "", target: "")
     }
+}
+
+/// An absolute-form request target (`http://host:port/path?query`, RFC 9112
+/// §3.2.2), which servers must accept: routed by its path, `Host` taken from
+/// its authority.
+struct AbsoluteTarget {
+    var authority: String
+    var originForm: String
+
+    init?(_ uri: String) {
+        let bytes = uri.utf8
+        let schemeLength: Int
+        if ASCII.hasPrefixCI(uri, lowerPrefix: Self.http) {
+            schemeLength = Self.http.count
+        } else if ASCII.hasPrefixCI(uri, lowerPrefix: Self.https) {
+            schemeLength = Self.https.count
+        } else {
+            return nil
+        }
+        let rest = bytes.dropFirst(schemeLength)
+        let end = rest.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+            ?? rest.endIndex
+        let authority = Substring(uri.utf8[rest.startIndex..<end])
+        // userinfo is not allowed in an http(s) target (RFC 9110 §4.2.4).
+        guard !authority.isEmpty, !authority.contains("@") else { return nil }
+        let tail = Substring(uri.utf8[end...])
+        self.authority = String(authority)
+        self.originForm = tail.hasPrefix("/") ? String(tail) : "/" + tail
+    }
+
+    private static let http: [UInt8] = Array("http://".utf8)
+    private static let https: [UInt8] = Array("https://".utf8)
 }

@@ -2,6 +2,7 @@ import CNGHTTP2
 import Logging
 import NIOCore
 import NIOHTTP1
+import Verifier
 
 /// An HTTP/2 server connection with libnghttp2 as the codec.
 ///
@@ -106,6 +107,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        stopStallWatch()
         abortAll()
         if let session { nghttp2_session_del(session) }
         session = nil
@@ -114,6 +116,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        stopStallWatch()
         abortAll()
         context.fireChannelInactive()
     }
@@ -200,7 +203,13 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { flushNow() }
+        if context.channel.isWritable {
+            unwritableSince = nil
+            flushNow()
+        } else {
+            unwritableSince = .now()
+            watchForStalledWrites()
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -297,7 +306,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         if !stream.cookies.isEmpty {
             headers.add(name: "cookie", value: stream.cookies.joined(separator: "; "))
         }
-        HeaderRewriter.stripTrustPrefix(&headers, snapshot: snapshot)
+        let accepted = HeaderRewriter.sanitizeClientHeaders(&headers, snapshot: snapshot)
         let framing: RequestBodyFraming
         if endStream {
             framing = (method == "POST" || method == "PUT" || method == "PATCH") ? .empty : .none
@@ -312,7 +321,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             requestId: worker.requestId(clientValue: headers.first(name: "x-request-id")),
             clientAddress: clientAddress, snapshot: snapshot)
         let pipeline = RequestPipeline(
-            request: request, body: RequestBodyInfo(framing: framing), sink: stream, worker: worker)
+            request: request, body: RequestBodyInfo(framing: framing), sink: stream, worker: worker,
+            refusal: accepted ? nil : .malformedRequest)
         stream.pipeline = pipeline
         activeRequests += 1
         pipeline.start()
@@ -448,6 +458,56 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         spans.append(NVSpan(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: bytes.count - vs, flags: flags))
     }
 
+    // MARK: stalled writes (limits.streamWriteTimeout)
+
+    private var stallWatch: RepeatedTask?
+    /// When the socket last stopped accepting writes, while it still does not.
+    private var unwritableSince: NIODeadline?
+
+    /// A stream has response bytes queued: watch for a client that never takes them.
+    func watchForStalledWrites() {
+        guard stallWatch == nil, let context, let selfBound else { return }
+        let timeout = limits.streamWriteTimeout
+        let tick = max(TimeAmount.milliseconds(50), min(.seconds(1), .nanoseconds(timeout.nanoseconds / 4)))
+        stallWatch = context.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in
+            selfBound.value.checkStalledWrites(timeout: timeout)
+        }
+    }
+
+    private func checkStalledWrites(timeout: TimeAmount) {
+        guard let context, context.channel.isActive else {
+            stopStallWatch()
+            return
+        }
+        let now = NIODeadline.now()
+        if let since = unwritableSince, since + timeout <= now {
+            // The client stopped reading the socket: nothing for any stream can leave.
+            worker.observer?.timedOut(.streamWrite)
+            context.close(promise: nil)
+            return
+        }
+        var waiting = false
+        var stalled: [HTTP2Stream] = []
+        for stream in streams.values where stream.outBytes > 0 && !stream.isClosed {
+            if stream.lastOutputProgress + timeout <= now { stalled.append(stream) } else { waiting = true }
+        }
+        for stream in stalled {
+            // Its flow-control window stayed shut: reset it, and end its request now
+            // (the close event comes only once the RST_STREAM is written).
+            worker.observer?.timedOut(.streamWrite)
+            stream.outQueue.removeAll()
+            stream.outBytes = 0
+            resetStream(stream, errorCode: NGHTTP2_CANCEL.rawValue)
+            stream.pipeline?.downstreamAborted()
+        }
+        if !waiting { stopStallWatch() }
+    }
+
+    private func stopStallWatch() {
+        stallWatch?.cancel()
+        stallWatch = nil
+    }
+
     func resumeIfDeferred(_ stream: HTTP2Stream) {
         assert(!insideNghttp2, "nghttp2 re-entered from a callback")
         guard let session, stream.deferred, !stream.isClosed else { return }
@@ -504,6 +564,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 && (nghttp2_session_want_read(session) == 0
                     || (goingAway && streams.isEmpty && activeRequests == 0)))
         if finished {
+            reportFailedHeaderBlock()
             closing = true
             let channel = context.channel
             if let out, out.readableBytes > 0 {
@@ -658,10 +719,43 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         return 0
     }
 
-    fileprivate func cbStreamClose(_ streamId: Int32) -> Int32 {
+    fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
         // A block nghttp2 refused (bad field, too large) ends with its stream.
         if streamId == headerBlockStream { headerBlockEnded() }
         events.append(.closed(streamId))
+        return 0
+    }
+
+    /// The session is ending with a request's header block unfinished: nghttp2
+    /// refused the block for the whole connection. Its HPACK decoder takes no
+    /// field over 64 KiB (a compile-time limit) and fails the connection with
+    /// COMPRESSION_ERROR, so such a field cannot be answered per stream; it is
+    /// still counted and logged, as `headers-too-large` when the block was
+    /// that large on the wire, else as `malformed-request` (corrupt HPACK).
+    private func reportFailedHeaderBlock() {
+        guard let id = headerBlockStream, let stream = lookupStream(id), !stream.headersDone, !stream.headersTooLarge
+        else { return }
+        stream.headersTooLarge = true
+        let reason: ReasonToken = headerBlockWireBytes >= Self.oversizedBlockBytes ? .headersTooLarge : .malformedRequest
+        worker.observer?.requestFinished(
+            .refusedHead(
+                requestId: worker.requestIds.make(), method: stream.method ?? "", target: stream.path ?? "",
+                status: 0, reason: reason))
+    }
+
+    /// HEADERS + CONTINUATION payload of the block in progress, as sent.
+    private var headerBlockWireBytes = 0
+    /// nghttp2 refuses an oversized field as soon as it reads the field's length,
+    /// often within the first HEADERS frame (16 KiB): a block refused after this
+    /// many bytes is counted as too large; a short one as corrupt HPACK.
+    static let oversizedBlockBytes = 4 << 10
+
+    fileprivate func cbBeginFrame(_ hd: UnsafePointer<nghttp2_frame_hd>) -> Int32 {
+        switch UInt32(hd.pointee.type) {
+        case NGHTTP2_HEADERS.rawValue: headerBlockWireBytes = hd.pointee.length
+        case NGHTTP2_CONTINUATION.rawValue: headerBlockWireBytes += hd.pointee.length
+        default: break
+        }
         return 0
     }
 
@@ -714,9 +808,13 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             guard let conn = h2Connection(userData), let data else { return 0 }
             return conn.cbDataChunk(streamId, data, len)
         }
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamId, _, userData in
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamId, errorCode, userData in
             guard let conn = h2Connection(userData) else { return 0 }
-            return conn.cbStreamClose(streamId)
+            return conn.cbStreamClose(streamId, errorCode: errorCode)
+        }
+        nghttp2_session_callbacks_set_on_begin_frame_callback(cbs) { _, hd, userData in
+            guard let conn = h2Connection(userData), let hd else { return 0 }
+            return conn.cbBeginFrame(hd)
         }
     }
 }

@@ -32,6 +32,9 @@ final class HTTP2Stream: ResponseSink {
     /// The data provider returned NGHTTP2_ERR_DEFERRED and waits for resume_data.
     var deferred = false
     var congested = false
+    /// When queued response bytes last moved (queued into an empty queue, or
+    /// taken by nghttp2): `limits.streamWriteTimeout` counts from here.
+    var lastOutputProgress = NIODeadline.uptimeNanoseconds(0)
 
     static let highWater = 256 << 10
     static let lowWater = 64 << 10
@@ -58,6 +61,10 @@ final class HTTP2Stream: ResponseSink {
 
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard !isClosed, buffer.readableBytes > 0 else { return }
+        if outBytes == 0 {
+            lastOutputProgress = .now()
+            connection?.watchForStalledWrites()
+        }
         outBytes += buffer.readableBytes
         outQueue.append(buffer)
         if outBytes > Self.highWater { congested = true }
@@ -107,6 +114,7 @@ final class HTTP2Stream: ResponseSink {
             }
         }
         outBytes -= written
+        if written > 0 { lastOutputProgress = .now() }
         return written
     }
 }

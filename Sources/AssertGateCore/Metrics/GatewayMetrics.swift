@@ -27,6 +27,15 @@ public final class GatewayMetrics: Sendable {
     /// Redis Cluster only: redirects followed and slot-map reads.
     public let redisCluster: RedisClusterMetrics
 
+    /// `assertgate_timeouts_total{kind}` (`RequestTimeoutKind`)
+    public let timeouts: MetricFamilyOf<Counter>
+    private let timeoutByKind: [RequestTimeoutKind: Counter]
+
+    public func timeout(_ kind: RequestTimeoutKind) -> Counter {
+        // Every kind is registered in init.
+        timeoutByKind[kind] ?? timeouts.labels(kind.rawValue)
+    }
+
     /// `assertgate_malformed_extensions_total{key}`: a known authenticator-data
     /// extension with a bad value, treated as absent (risk.md §1). Bounded:
     /// only the known keys are labels.
@@ -85,6 +94,14 @@ public final class GatewayMetrics: Sendable {
         redisCluster = RedisClusterMetrics(
             moved: redirects.labels("moved"), ask: redirects.labels("ask"), tryAgain: redirects.labels("tryagain"),
             mapRefreshed: maps.labels("success"), mapRefreshFailed: maps.labels("failure"))
+        timeouts = registry.counter(
+            "assertgate_timeouts_total",
+            help: "Requests ended by a per-request clock: request_body (a stalled or trickled request body), "
+                + "stream_write (a client that stopped taking its response).",
+            labelNames: ["kind"])
+        var byKind: [RequestTimeoutKind: Counter] = [:]
+        for kind in RequestTimeoutKind.allCases { byKind[kind] = timeouts.labels(kind.rawValue) }
+        timeoutByKind = byKind
         malformedExtensions = registry.counter(
             "assertgate_malformed_extensions_total",
             help: "Known authenticator-data extensions (attestations and assertions) whose value had the wrong type "

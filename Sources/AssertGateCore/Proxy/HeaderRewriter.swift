@@ -20,6 +20,52 @@ enum HeaderRewriter {
         headers = kept
     }
 
+    /// The client's headers as the gateway accepts them, in one pass: every
+    /// name with the trust prefix removed, and names containing `_` handled by
+    /// `limits.underscoresInHeaders` (CGI-style upstreams read `X_AssertGate_User`
+    /// as `X-AssertGate-User`). False: the request must be refused (`reject`).
+    static func sanitizeClientHeaders(_ headers: inout HTTPHeaders, snapshot: GatewaySnapshot) -> Bool {
+        let policy = snapshot.config.limits.underscoresInHeaders
+        var dirty = false
+        for (name, _) in headers {
+            if ASCII.hasPrefixCI(name, lowerPrefix: snapshot.trustPrefixLower) || name.utf8.contains(underscore) {
+                dirty = true
+                break
+            }
+        }
+        guard dirty else { return true }
+        var kept = HTTPHeaders()
+        kept.reserveCapacity(headers.count)
+        for (name, value) in headers {
+            if ASCII.hasPrefixCI(name, lowerPrefix: snapshot.trustPrefixLower) { continue }
+            if name.utf8.contains(underscore) {
+                switch policy {
+                case .reject: return false
+                case .drop: continue
+                case .allow: if readsAsReserved(name, snapshot: snapshot) { continue }
+                }
+            }
+            kept.add(name: name, value: value)
+        }
+        headers = kept
+        return true
+    }
+
+    private static let underscore = UInt8(ascii: "_")
+
+    /// Names the gateway sets or owns, as a CGI-style server would read them.
+    private static let reservedNames: [[UInt8]] = [
+        "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-forwarded-port", "forwarded", "x-real-ip",
+        "x-request-id",
+    ].map { Array($0.utf8) }
+
+    /// With `_` read as `-`: the trust prefix or a forwarding header.
+    static func readsAsReserved(_ name: String, snapshot: GatewaySnapshot) -> Bool {
+        let folded = name.utf8.map { $0 == underscore ? UInt8(ascii: "-") : ASCII.lower($0) }
+        if folded.starts(with: snapshot.trustPrefixLower) { return true }
+        return reservedNames.contains(folded)
+    }
+
     /// Hop-by-hop names that are never forwarded (RFC 9110 §7.6.1 plus the usual extras).
     static func isHopByHop(_ name: String) -> Bool {
         switch name.utf8.count {

@@ -131,9 +131,22 @@ extension RequestSummary {
     }
 }
 
+/// A per-request clock that ran out (`assertgate_timeouts_total{kind}`).
+public enum RequestTimeoutKind: String, Sendable, CaseIterable {
+    /// `limits.requestBodyTimeout` / `minRequestBodyRate`: the client's body stalled or trickled.
+    case requestBody = "request_body"
+    /// `limits.streamWriteTimeout`: the client stopped taking the response.
+    case streamWrite = "stream_write"
+}
+
 /// Metrics/access-log hook, one per worker, loop-confined.
 public protocol RequestObserver: AnyObject {
     func requestFinished(_ summary: RequestSummary)
+    func timedOut(_ kind: RequestTimeoutKind)
+}
+
+extension RequestObserver {
+    public func timedOut(_ kind: RequestTimeoutKind) {}
 }
 
 /// Factories for the per-worker hooks (each called once per event loop).

@@ -36,6 +36,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// Usually empty (no allocation); bounded by the sink's flow control when not.
     private var pendingBody: [ByteBuffer] = []
     private var bodyBuffer: ByteBuffer?
+    /// A body the gate buffered (and the window already gave back), waiting for the upstream.
+    private var bufferedForUpstream: ByteBuffer?
     private var responseStarted = false
     private var responseFinished = false
     private var clientGone = false
@@ -55,13 +57,26 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var replayed = false
     private var discarded = 0
     static let maxDiscardBytes = 256 << 10
+    /// Refused from its head by the front end (e.g. a header spelled with `_`
+    /// under `underscoresInHeaders: reject`): answered by `start`.
+    private let refusal: ReasonToken?
+    /// Bytes of this request's body counted against the worker's buffering
+    /// budget (`limits.maxBufferedBodyBytes`).
+    private var bufferReserved = 0
+    /// Body bytes received and not yet taken by the upstream (queued, or
+    /// written and not yet flushed): the gateway, not the client, is behind.
+    private var bodyHeld = 0
+    private var bodyClock: BodyClock?
 
-    init(request: ProxyRequest, body: RequestBodyInfo, sink: ResponseSink, worker: Worker) {
+    init(
+        request: ProxyRequest, body: RequestBodyInfo, sink: ResponseSink, worker: Worker, refusal: ReasonToken? = nil
+    ) {
         self.request = request
         self.bodyInfo = body
         self.sink = sink
         self.worker = worker
         self.requestEnded = body.isEmpty
+        self.refusal = refusal
         self.state = .answered
         if worker.observer != nil { startedAt = .now() }
     }
@@ -71,12 +86,15 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     // MARK: front end → pipeline
 
     func start() {
+        if let refusal { return answer(refusal) }
         if case .contentLength(let n) = bodyInfo.framing, n > snapshot.config.limits.maxRequestBodyBytes {
             answer(.bodyTooLarge)
             return
         }
+        if !requestEnded { startBodyClock() }
         let path = request.path
         for handler in worker.localHandlers where handler.claims(path: path, snapshot: snapshot) {
+            guard reserveBuffer(upTo: handler.maxBodyBytes) else { return }
             state = .bufferingForLocal(handler)
             if requestEnded { runLocal(handler) }
             return
@@ -93,37 +111,79 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         case .stream:
             runGate(route, body: nil)
         case .buffer(let limit):
-            state = .bufferingForGate(route, limit: min(limit, snapshot.config.limits.maxRequestBodyBytes))
+            let limit = min(limit, snapshot.config.limits.maxRequestBodyBytes)
+            guard reserveBuffer(upTo: limit) else { return }
+            state = .bufferingForGate(route, limit: limit)
             if requestEnded { runGate(route, body: bodyBuffer ?? sink.allocator.buffer(capacity: 0)) }
         }
+    }
+
+    /// Reserves the announced body (at most `limit`) in the worker's budget;
+    /// a body of unknown length reserves as it arrives (`appendToBodyBuffer`).
+    /// False: answered `503 gateway-busy`.
+    private func reserveBuffer(upTo limit: Int) -> Bool {
+        guard case .contentLength(let n) = bodyInfo.framing else { return true }
+        return growBufferReservation(to: min(n, limit))
+    }
+
+    private func growBufferReservation(to bytes: Int) -> Bool {
+        guard bytes > bufferReserved else { return true }
+        guard worker.reserveBufferedBody(bytes - bufferReserved) else {
+            answer(.gatewayBusy, extraHeaders: [("retry-after", "1")])
+            return false
+        }
+        bufferReserved = bytes
+        return true
+    }
+
+    private func releaseBufferReservation() {
+        guard bufferReserved > 0 else { return }
+        worker.releaseBufferedBody(bufferReserved)
+        bufferReserved = 0
     }
 
     func receiveBody(_ buffer: ByteBuffer) {
         let n = buffer.readableBytes
         bodyReceived += n
+        bodyClock?.received(at: .now())
         switch state {
         case .bufferingForGate(_, let limit):
             sink.requestBodyConsumed(n)
             guard bodyReceived <= limit else { return answer(.bodyTooLarge) }
+            guard growBufferReservation(to: bodyReceived) else { return }
             appendToBodyBuffer(buffer)
         case .bufferingForLocal(let handler):
             sink.requestBodyConsumed(n)
             guard bodyReceived <= handler.maxBodyBytes else { return answer(.bodyTooLarge) }
+            guard growBufferReservation(to: bodyReceived) else { return }
             appendToBodyBuffer(buffer)
         case .answered, .done, .awaitingLocal:
             sink.requestBodyConsumed(n)
         case .awaitingGate, .leasing:
             guard checkStreamLimit() else { return }
+            bodyHeld += n
             pendingBody.append(buffer)
         case .forwarding(let conn):
             guard checkStreamLimit() else { return }
+            bodyHeld += n
             writeBody(buffer, to: conn)
         }
+    }
+
+    /// The front end could not read the body (an invalid chunk): `400
+    /// malformed-request`, and an upstream that already has the head is
+    /// closed on, so it never takes the truncated body for a whole one.
+    func receiveMalformedBody() {
+        guard !requestEnded else { return }
+        requestEnded = true
+        stopBodyClock()
+        if responseStarted { fail() } else { answer(.malformedRequest) }
     }
 
     func receiveEnd() {
         if requestEnded { return }
         requestEnded = true
+        stopBodyClock()
         switch state {
         case .bufferingForGate(let route, _):
             runGate(route, body: bodyBuffer ?? sink.allocator.buffer(capacity: 0))
@@ -136,17 +196,23 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
     }
 
-    /// The client reset the stream or closed the connection.
+    /// The client reset the stream or closed the connection (or the front end
+    /// gave up on it: a stalled write).
     func downstreamAborted() {
         clientGone = true
+        stopBodyClock()
         switch state {
         case .forwarding(let conn):
-            if requestEnded, pendingBody.isEmpty, !conn.isClosed {
+            if requestEnded, pendingBody.isEmpty, !conn.isClosed, !upstreamPaused {
                 // The request is complete upstream: let the exchange finish (the answer is
-                // discarded) so the keep-alive connection survives a reset storm. Until then
+                // discarded, at most `maxDiscardBytes`) so the keep-alive connection survives
+                // a reset storm, within the upstream's response timeout from now. Until then
                 // the request still counts against the connection's stream limit.
+                conn.drainWithin(conn.responseTimeout)
                 return
             }
+            // Mid-request, or the response was held back for this client
+            // (paused reads never resume): the connection cannot be reused.
             conn.abandon()
         case .awaitingGate, .awaitingLocal:
             // The gate/local work keeps running: the request still counts against the
@@ -165,6 +231,57 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         upstreamPaused = false
         conn.resumeReads()
     }
+
+    // MARK: request-body clock
+
+    private func startBodyClock() {
+        let limits = snapshot.config.limits
+        let clock = BodyClock(
+            now: .now(), timeout: limits.requestBodyTimeout, minRate: limits.minRequestBodyRate, received: bodyReceived)
+        bodyClock = clock
+        armBodyTimer(clock.deadline)
+    }
+
+    private func stopBodyClock() {
+        bodyTimer?.cancel()
+        bodyTimer = nil
+        bodyClock = nil
+    }
+
+    private var bodyTimer: Scheduled<Void>?
+
+    private func armBodyTimer(_ deadline: NIODeadline) {
+        let bound = NIOLoopBound(self, eventLoop: worker.eventLoop)
+        bodyTimer = worker.eventLoop.scheduleTask(deadline: deadline) { bound.value.bodyTimerFired() }
+    }
+
+    private func bodyTimerFired() {
+        bodyTimer = nil
+        guard var clock = bodyClock, !requestEnded, !finished else { return }
+        let now = NIODeadline.now()
+        if gatewayIsBehind {
+            // The body waits on the gateway (a store answer, a free upstream
+            // connection, an upstream slow to take it): not the client's fault.
+            clock.restart(now: now, received: bodyReceived)
+        }
+        let due = clock.deadline(received: bodyReceived)
+        bodyClock = clock
+        if due > now { return armBodyTimer(due) }
+        bodyClock = nil
+        worker.observer?.timedOut(.requestBody)
+        if responseStarted { fail() } else { answer(.requestTimeout) }
+    }
+
+    private var gatewayIsBehind: Bool {
+        switch state {
+        case .awaitingGate, .leasing: return true
+        case .forwarding: return bodyHeld >= Self.heldBodyMeansBehind
+        default: return false
+        }
+    }
+    /// A client blocked by back-pressure has filled its window (HTTP/2 gives
+    /// a stream 256 KiB) or the socket: far more than a trickle leaves in flight.
+    static let heldBodyMeansBehind = 32 << 10
 
     // MARK: steps
 
@@ -217,7 +334,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 let reasonName = snapshot.reasonHeaderName
                 forwardedReason = extra.first(where: { $0.0 == reasonName }).flatMap { ReasonToken(rawValue: $0.1) }
             }
-            if let body, body.readableBytes > 0 { pendingBody.append(body) }
+            // Already counted as consumed when it arrived: written without credit.
+            if let body, body.readableBytes > 0 { bufferedForUpstream = body }
             bodyBuffer = nil
             let framing: RequestBodyFraming
             if body != nil {
@@ -253,7 +371,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         state = .leasing(route, attempt: attempt)
         worker.upstreams.lease(
-            name: route.upstream, config: upstream, tls: snapshot.upstreamTLS[route.upstream], delegate: self)
+            name: route.upstream, config: upstream, tls: snapshot.upstreamTLS[route.upstream],
+            client: request.clientAddress, delegate: self)
     }
 
     private func runLocal(_ handler: any LocalHandler) {
@@ -295,6 +414,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     private func bodyTaken(_ n: Int) {
+        bodyHeld -= n
         guard !clientGone else { return }
         sink.requestBodyConsumed(n)
     }
@@ -303,12 +423,16 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private func answer(_ reason: ReasonToken, extraHeaders: [(String, String)] = []) {
         if case .forwarding(let conn) = state { conn.abandon() }
         state = .answered
+        stopBodyClock()
         // Whatever was queued for the upstream is discarded: give the window back.
         var queued = 0
         for b in pendingBody { queued += b.readableBytes }
         pendingBody.removeAll()
+        bodyHeld -= queued
         if queued > 0 { sink.requestBodyConsumed(queued) }
         bodyBuffer = nil
+        bufferedForUpstream = nil
+        releaseBufferReservation()
         guard !responseStarted, !clientGone else {
             if responseStarted { fail() } else { finish() }
             return
@@ -363,8 +487,11 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         guard !finished else { return }
         finished = true
         if case .answered = state {} else { state = .done }
+        stopBodyClock()
+        releaseBufferReservation()
         // Anything still queued is dropped.
         pendingBody.removeAll()
+        bufferedForUpstream = nil
         report()
         sink.pipelineFinished()
     }
@@ -399,12 +526,18 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         state = .forwarding(connection)
         // Kept only for bodiless requests: they may be replayed on a stale keep-alive connection.
         if !bodyInfo.isEmpty { upstreamHead = nil }
-        let endNow = requestEnded && pendingBody.isEmpty
+        let endNow = requestEnded && pendingBody.isEmpty && bufferedForUpstream == nil
         connection.sendHead(head, end: endNow)
         if endNow { return }
+        if let buffered = bufferedForUpstream {
+            bufferedForUpstream = nil
+            connection.sendBody(buffered, promise: nil)
+        }
         let queued = pendingBody
         pendingBody.removeAll()
         for b in queued { writeBody(b, to: connection) }
+        // A buffered body is in the socket's hands now.
+        releaseBufferReservation()
         if requestEnded { connection.sendEnd() }
     }
 
@@ -482,5 +615,50 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             state = .answered
             answer(error.reason)
         }
+    }
+}
+
+/// When a request body that is still arriving has taken too long: no byte
+/// for `timeout`, or (after `timeout`) an average below `minRate` bytes per
+/// second since the clock started. One deadline, recomputed when the timer
+/// fires, so a body costs one scheduled task, not one per chunk.
+struct BodyClock {
+    private var startedAt: NIODeadline
+    private var receivedAtStart: Int
+    private var lastByteAt: NIODeadline
+    let timeout: TimeAmount
+    let minRate: Int
+
+    init(now: NIODeadline, timeout: TimeAmount, minRate: Int, received: Int) {
+        self.startedAt = now
+        self.receivedAtStart = received
+        self.lastByteAt = now
+        self.timeout = timeout
+        self.minRate = minRate
+    }
+
+    mutating func received(at now: NIODeadline) { lastByteAt = now }
+
+    /// The clock starts over (the gateway held the body back until now).
+    mutating func restart(now: NIODeadline, received: Int) {
+        startedAt = now
+        receivedAtStart = received
+        lastByteAt = now
+    }
+
+    /// The first deadline, before any byte.
+    var deadline: NIODeadline { lastByteAt + timeout }
+
+    /// The earlier of: the last byte + `timeout`; the moment the average rate
+    /// falls below `minRate` (never before `timeout` has passed).
+    func deadline(received: Int) -> NIODeadline {
+        let quiet = lastByteAt + timeout
+        guard minRate > 0 else { return quiet }
+        let bytes = Int64(max(0, received - receivedAtStart))
+        // bytes / elapsed >= minRate  ⇔  elapsed <= bytes / minRate
+        let (scaled, overflow) = bytes.multipliedReportingOverflow(by: 1_000_000_000)
+        let allowed = overflow ? TimeAmount.hours(24) : TimeAmount.nanoseconds(scaled / Int64(minRate))
+        let slow = startedAt + max(timeout, allowed)
+        return min(quiet, slow)
     }
 }

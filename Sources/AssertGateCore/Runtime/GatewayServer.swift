@@ -122,7 +122,8 @@ public final class GatewayServer: Sendable {
                     }
                     return true
                 },
-                actions: actions, group: group, logger: logger)
+                actions: actions, exhaustedUpstreams: { [gateway] in gateway.upstreamHealth.exhaustedUpstreams },
+                group: group, logger: logger)
         } catch {
             await gateway.shutdown(deadline: .now())
             await releaseAll()

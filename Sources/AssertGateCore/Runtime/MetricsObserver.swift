@@ -20,6 +20,10 @@ public final class MetricsObserver: RequestObserver {
         self.counters = RequestCounterCache(metrics: metrics)
     }
 
+    public func timedOut(_ kind: RequestTimeoutKind) {
+        metrics.timeout(kind).inc()
+    }
+
     public func requestFinished(_ summary: RequestSummary) {
         let route = summary.upstream ?? (summary.reason == .noRoute ? "none" : "assertgate")
         // Answers the gateway gave itself carry no trust level: errors are

@@ -11,6 +11,8 @@ public final class Gateway: Sendable {
     private let hooks: GatewayHooks
     private let workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>]
     private let state: NIOLockedValueBox<State>
+    /// Upstream pools that have been exhausted too long, from every worker (`/readyz`).
+    public let upstreamHealth = UpstreamHealth()
 
     /// What a listener's new connections start with; a reload may change it.
     struct LiveListener {
@@ -52,7 +54,8 @@ public final class Gateway: Sendable {
         self.state = NIOLockedValueBox(State(config: config, upstreamTLS: snapshot.upstreamTLS))
         var workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>] = [:]
         for loop in group.makeIterator() {
-            let worker = Worker(eventLoop: loop, snapshot: snapshot, hooks: hooks, logger: logger)
+            let worker = Worker(
+                eventLoop: loop, snapshot: snapshot, hooks: hooks, logger: logger, upstreamHealth: upstreamHealth)
             workers[ObjectIdentifier(loop)] = NIOLoopBoundBox.makeBoxSendingValue(worker, as: Worker.self, eventLoop: loop)
         }
         self.workers = workers
@@ -121,8 +124,8 @@ public final class Gateway: Sendable {
                     let worker = box.value
                     if worker.isQuiescing { throw ChannelError.ioOnClosedChannel }
                     let id = ObjectIdentifier(channel)
-                    worker.connections[id] = channel
-                    channel.closeFuture.whenComplete { _ in box.value.connections.removeValue(forKey: id) }
+                    worker.connectionOpened(id, channel)
+                    channel.closeFuture.whenComplete { _ in box.value.connectionClosed(id) }
                     let sync = channel.pipeline.syncOperations
                     // The settings current at accept; a connection keeps them for its life.
                     let settings = live.withLockedValue { $0 }
@@ -218,6 +221,16 @@ public final class Gateway: Sendable {
         }
         // GatewayServer logs the reload once, with the file; this is the swap itself.
         logger.debug("routing snapshot swapped", metadata: ["workers": "\(workers.count)"])
+    }
+
+    /// Request-body bytes held in memory for checks right now, summed over the
+    /// workers (each bounded by `limits.maxBufferedBodyBytes`).
+    public func bufferedBodyBytes() async throws -> Int {
+        var total = 0
+        for (_, box) in workers {
+            total += try await box.eventLoop.submit { box.value.bufferedBodyBytes }.get()
+        }
+        return total
     }
 
     /// Stops accepting, sends GOAWAY / `Connection: close`, waits for in-flight

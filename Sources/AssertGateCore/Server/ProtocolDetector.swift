@@ -135,6 +135,9 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
             let timeoutContext = try? sync.context(handler: timeouts)
         {
             timeouts.markEstablished(context: timeoutContext)
+            // The bytes read to choose HTTP/1.1 are the start of its first request
+            // head: its header clock runs from them, not from the next read.
+            if !http2, let b = buffered, b.readableBytes > 0 { timeouts.requestHeadStarted() }
         }
         if let b = buffered {
             buffered = nil

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 
@@ -19,14 +22,70 @@ final class Worker {
     var connections: [ObjectIdentifier: Channel] = [:]
     var isQuiescing = false
 
-    init(eventLoop: EventLoop, snapshot: GatewaySnapshot, hooks: GatewayHooks, logger: Logger) {
+    init(
+        eventLoop: EventLoop, snapshot: GatewaySnapshot, hooks: GatewayHooks, logger: Logger,
+        upstreamHealth: UpstreamHealth = UpstreamHealth()
+    ) {
         self.eventLoop = eventLoop
         self.logger = logger
         self.snapshot = snapshot
-        self.upstreams = UpstreamPool(eventLoop: eventLoop, logger: logger)
+        self.upstreams = UpstreamPool(eventLoop: eventLoop, logger: logger, health: upstreamHealth)
         self.gate = hooks.makeGate(eventLoop)
         self.localHandlers = hooks.makeLocalHandlers(eventLoop)
         self.observer = hooks.makeObserver(eventLoop)
+    }
+
+    /// Request-body bytes the worker's pipelines hold in memory for checks
+    /// (`limits.maxBufferedBodyBytes`).
+    private(set) var bufferedBodyBytes = 0
+
+    /// False when `bytes` more would exceed the budget (nothing is reserved then).
+    func reserveBufferedBody(_ bytes: Int) -> Bool {
+        let limit = snapshot.config.limits.effectiveMaxBufferedBodyBytes
+        guard bufferedBodyBytes + bytes <= limit else { return false }
+        bufferedBodyBytes += bytes
+        return true
+    }
+
+    func releaseBufferedBody(_ bytes: Int) {
+        bufferedBodyBytes -= bytes
+    }
+
+    // MARK: connections, and memory after bursts
+
+    /// The most connections open at once since memory was last given back.
+    private var peakConnections = 0
+    private var trimScheduled = false
+    /// A burst smaller than this leaves too little behind to be worth a trim.
+    static let trimAfterPeak = 64
+
+    func connectionOpened(_ id: ObjectIdentifier, _ channel: Channel) {
+        connections[id] = channel
+        peakConnections = max(peakConnections, connections.count)
+    }
+
+    func connectionClosed(_ id: ObjectIdentifier) {
+        connections.removeValue(forKey: id)
+        // A burst has ended (down to a quarter of its peak): glibc keeps the freed
+        // pages of every connection's buffers in its arenas for ever unless asked,
+        // so the process would stay at its peak size (nghttpx drops back).
+        if peakConnections >= Self.trimAfterPeak, connections.count <= peakConnections / 4, !trimScheduled {
+            trimScheduled = true
+            let bound = NIOLoopBound(self, eventLoop: eventLoop)
+            eventLoop.scheduleTask(in: .seconds(1)) { bound.value.trimMemory() }
+        }
+    }
+
+    private func trimMemory() {
+        trimScheduled = false
+        peakConnections = connections.count
+        #if canImport(Glibc)
+        // glibc's malloc_trim (malloc.h, which the Glibc module leaves out): found once per trim.
+        typealias MallocTrim = @convention(c) (Int) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") {
+            _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+        }
+        #endif
     }
 
     /// X-Request-Id for a request: the client's if valid, else a new UUID.

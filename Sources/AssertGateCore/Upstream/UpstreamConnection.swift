@@ -25,8 +25,11 @@ final class UpstreamConnection {
     private var responseKeepAlive = true
     private(set) var isClosed = false
 
-    /// Response-head deadline, checked by the worker's sweep.
+    /// Response-head deadline (or, once the client left, the drain deadline),
+    /// checked by the worker's sweep.
     var responseDeadline: NIODeadline?
+    /// The client left: the rest of the response is read and dropped (`drainWithin`).
+    private var draining = false
     var responseTimeout: TimeAmount = .seconds(30)
     var idleSince: NIODeadline = .distantPast
     var idleTimeout: TimeAmount = .seconds(60)
@@ -47,8 +50,20 @@ final class UpstreamConnection {
     /// Exchanges started on this connection (> 1: it came from the keep-alive pool).
     private(set) var exchanges = 0
 
-    func begin(delegate: UpstreamExchangeDelegate, responseTimeout: TimeAmount, idleTimeout: TimeAmount) {
+    /// The client address the current exchange counts against (`maxConnectionsPerClient`).
+    private var leaseClient: String?
+
+    /// Ends the current lease's count against its client (once): returns the client.
+    func endLease() -> String? {
+        defer { leaseClient = nil }
+        return leaseClient
+    }
+
+    func begin(
+        delegate: UpstreamExchangeDelegate, client: String? = nil, responseTimeout: TimeAmount, idleTimeout: TimeAmount
+    ) {
         exchanges += 1
+        leaseClient = client
         self.delegate = delegate
         self.requestDone = false
         self.responseDone = false
@@ -57,6 +72,7 @@ final class UpstreamConnection {
         self.responseTimeout = responseTimeout
         self.idleTimeout = idleTimeout
         self.responseDeadline = nil
+        self.draining = false
         endpoint.pool.trackInflight(self)
     }
 
@@ -98,6 +114,15 @@ final class UpstreamConnection {
         endpoint.release(self)
     }
 
+    /// The client left after the whole request was sent: the response is read
+    /// and dropped so the connection can be reused, but no longer than `limit`
+    /// from now (the sweep closes it then, as for a late response head).
+    func drainWithin(_ limit: TimeAmount) {
+        draining = true
+        let due = NIODeadline.now() + limit
+        if responseDeadline.map({ $0 > due }) ?? true { responseDeadline = due }
+    }
+
     /// The exchange is abandoned (client gone, error): never reuse this connection.
     func abandon() {
         delegate = nil
@@ -123,14 +148,26 @@ final class UpstreamConnection {
     // MARK: from the channel handler
 
     func receivedHead(_ head: UpstreamResponseHead, keepAlive: Bool) {
-        responseDeadline = nil
+        // A drain deadline (the client left) stays: the body must come within it.
+        if !draining { responseDeadline = nil }
         responseStarted = true
+        lastResponseByteAt = .now()
         responseKeepAlive = keepAlive
         delegate?.upstreamResponseHead(head)
     }
 
     func receivedBody(_ buffer: ByteBuffer) {
+        lastResponseByteAt = .now()
         delegate?.upstreamResponseBody(buffer)
+    }
+
+    /// When the response in progress last delivered a byte (head or body).
+    private(set) var lastResponseByteAt: NIODeadline = .distantPast
+
+    /// Sweep: a response that started and then went quiet for `responseTimeout`
+    /// while the gateway was reading it (not paused for a slow client).
+    func responseStalled(now: NIODeadline) -> Bool {
+        responseStarted && !responseDone && !handler.readsPaused && lastResponseByteAt + responseTimeout <= now
     }
 
     /// `reusable`: false when bytes followed the response (the connection is closed after).

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -25,10 +26,14 @@ final class UpstreamPool {
     private var inflight: [UpstreamConnection] = []
     private var sweepTask: RepeatedTask?
     private var isShutDown = false
+    /// Shared by every worker's pool: which upstreams have had no free
+    /// connection for longer than their response timeout (`/readyz`).
+    let health: UpstreamHealth
 
-    init(eventLoop: EventLoop, logger: Logger) {
+    init(eventLoop: EventLoop, logger: Logger, health: UpstreamHealth = UpstreamHealth()) {
         self.eventLoop = eventLoop
         self.logger = logger
+        self.health = health
     }
 
     func startSweeping() {
@@ -68,7 +73,11 @@ final class UpstreamPool {
     }
 
     /// `tls`: how the upstream's `https://` endpoints are reached (the request's snapshot's).
-    func lease(name: String, config: UpstreamConfig, tls: UpstreamTLS?, delegate: UpstreamExchangeDelegate) {
+    /// `client`: the downstream client's address, for `maxConnectionsPerClient`.
+    func lease(
+        name: String, config: UpstreamConfig, tls: UpstreamTLS?, client: String? = nil,
+        delegate: UpstreamExchangeDelegate
+    ) {
         guard !config.endpoints.isEmpty else {
             delegate.upstreamLeaseFailed(.noEndpoints)
             return
@@ -78,7 +87,7 @@ final class UpstreamPool {
             delegate.upstreamLeaseFailed(.noEndpoints)
             return
         }
-        ep.lease(config: config, tls: tls, delegate: delegate, now: now)
+        ep.lease(config: config, tls: tls, client: client, delegate: delegate, now: now)
     }
 
     func trackInflight(_ c: UpstreamConnection) {
@@ -102,17 +111,49 @@ final class UpstreamPool {
         let now = NIODeadline.now()
         var timedOut: [UpstreamConnection] = []
         for c in inflight {
-            if let d = c.responseDeadline, d <= now { timedOut.append(c) }
+            if let d = c.responseDeadline, d <= now {
+                timedOut.append(c)
+            } else if c.responseStalled(now: now) {
+                timedOut.append(c)
+            }
         }
         for c in timedOut { c.responseTimedOut() }
-        for pool in endpoints.values {
+        for (key, pool) in endpoints {
             pool.closeIdle(olderThan: now)
             pool.expireWaiters(now: now)
+            pool.checkExhaustion(upstream: key.upstream, now: now)
         }
         // Pools of upstreams a reload removed (or renamed) would otherwise
         // stay for ever; an empty one with nothing to remember is rebuilt
         // for free the next time it is needed.
         endpoints = endpoints.filter { !$0.value.isForgettable }
+    }
+}
+
+/// Which upstream endpoints have been exhausted (every connection busy and
+/// requests waiting) for longer than their response timeout, across workers.
+/// Written only when a pool's state flips, read by `/readyz`.
+public final class UpstreamHealth: Sendable {
+    private let exhausted = NIOLockedValueBox<[String: Set<String>]>([:])
+
+    public init() {}
+
+    /// "upstream (endpoint)" for each exhausted pool; empty when all are fine.
+    public var exhaustedUpstreams: [String] {
+        exhausted.withLockedValue { table in
+            table.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value.sorted().joined(separator: ", ")))" }
+        }
+    }
+
+    func set(upstream: String, pool: String, exhausted isExhausted: Bool) {
+        exhausted.withLockedValue { table in
+            if isExhausted {
+                table[upstream, default: []].insert(pool)
+            } else if var pools = table[upstream] {
+                pools.remove(pool)
+                table[upstream] = pools.isEmpty ? nil : pools
+            }
+        }
     }
 }
 
@@ -139,7 +180,35 @@ final class EndpointPool {
     struct Waiter {
         var delegate: UpstreamExchangeDelegate
         var deadline: NIODeadline
+        var client: String?
     }
+
+    /// Connections (leased or connecting) per client address.
+    private var held: [String: Int] = [:]
+    /// Since when no free connection has been found for a request (none has
+    /// freed since): the pool is exhausted.
+    private var exhaustedSince: NIODeadline?
+    private var reportedExhausted = false
+    /// Distinguishes this pool in `UpstreamHealth` (one per worker and endpoint).
+    private lazy var healthKey = "\(endpoint) worker \(ObjectIdentifier(pool).hashValue)"
+
+    private func holds(_ client: String?) -> Int {
+        guard let client else { return 0 }
+        return held[client, default: 0]
+    }
+
+    private func take(_ client: String?) {
+        guard let client else { return }
+        held[client, default: 0] += 1
+    }
+
+    private func give(_ client: String?) {
+        guard let client, let n = held[client] else { return }
+        held[client] = n <= 1 ? nil : n - 1
+    }
+
+    private var perClientCap: Int { config?.effectiveMaxConnectionsPerClient ?? Int.max }
+    private var totalCap: Int { max(1, config?.maxConnectionsPerEndpoint ?? 1) }
 
     init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
         self.endpoint = endpoint
@@ -148,7 +217,7 @@ final class EndpointPool {
 
     /// No connection, no waiter, no failure to remember.
     var isForgettable: Bool {
-        total == 0 && waiters.isEmpty && consecutiveFailures == 0 && ejectedUntil == nil
+        total == 0 && waiters.isEmpty && consecutiveFailures == 0 && ejectedUntil == nil && !reportedExhausted
     }
 
     func isEjected(now: NIODeadline) -> Bool {
@@ -160,30 +229,50 @@ final class EndpointPool {
         return true
     }
 
-    func lease(config: UpstreamConfig, tls: UpstreamTLS?, delegate: UpstreamExchangeDelegate, now: NIODeadline) {
+    func lease(
+        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, delegate: UpstreamExchangeDelegate, now: NIODeadline
+    ) {
         self.config = config
         if endpoint.tls, let offered = tls, offered.generation > (self.tls?.generation ?? 0) {
             self.tls = offered
             for c in idle { c.close() }
         }
-        while let c = idle.popLast() {
-            // A connection verified under settings a reload replaced (it was
-            // busy at the reload) is not reused.
-            if c.channel.isActive, !c.isClosed, c.tls?.generation == self.tls?.generation {
-                c.begin(delegate: delegate, responseTimeout: config.responseTimeout, idleTimeout: config.idleTimeout)
-                delegate.upstreamLeased(c)
-                return
-            }
-            c.close()
+        let waiter = Waiter(delegate: delegate, deadline: now + config.responseTimeout, client: client)
+        // A client at its share waits for one of its own connections, even
+        // when others are free: those are kept for everyone else.
+        if holds(client) >= perClientCap {
+            waiters.append(waiter)
+            return
         }
-        if total < max(1, config.maxConnectionsPerEndpoint) {
-            connect(config: config, delegate: delegate)
+        if let c = reusableIdle() {
+            take(client)
+            c.begin(delegate: delegate, client: client, responseTimeout: config.responseTimeout, idleTimeout: config.idleTimeout)
+            delegate.upstreamLeased(c)
+            return
+        }
+        if total < totalCap {
+            connect(config: config, client: client, delegate: delegate)
         } else {
-            waiters.append(Waiter(delegate: delegate, deadline: now + config.responseTimeout))
+            // No free connection for this request: the pool is exhausted from now
+            // until one is free again (`checkExhaustion`).
+            if exhaustedSince == nil { exhaustedSince = now }
+            waiters.append(waiter)
         }
     }
 
-    private func connect(config: UpstreamConfig, delegate: UpstreamExchangeDelegate) {
+    /// An idle connection still good for the current TLS settings.
+    private func reusableIdle() -> UpstreamConnection? {
+        while let c = idle.popLast() {
+            // A connection verified under settings a reload replaced (it was
+            // busy at the reload) is not reused.
+            if c.channel.isActive, !c.isClosed, c.tls?.generation == self.tls?.generation { return c }
+            c.close()
+        }
+        return nil
+    }
+
+    private func connect(config: UpstreamConfig, client: String?, delegate: UpstreamExchangeDelegate) {
+        take(client)
         total += 1
         let loop = pool.eventLoop
         // https:// without settings: only a snapshot whose TLS files did not
@@ -192,6 +281,7 @@ final class EndpointPool {
         let tls = endpoint.tls ? self.tls : nil
         if endpoint.tls, tls == nil {
             total -= 1
+            give(client)
             pool.logger.error("upstream has no TLS context", metadata: ["endpoint": "\(endpoint)"])
             delegate.upstreamLeaseFailed(.connectFailed)
             serveWaiter()
@@ -221,12 +311,12 @@ final class EndpointPool {
         let bound = NIOLoopBound((self, delegate, tls), eventLoop: loop)
         future.whenComplete { result in
             let (ep, delegate, settings) = bound.value
-            ep.connectCompleted(result, config: config, tls: settings, delegate: delegate)
+            ep.connectCompleted(result, config: config, tls: settings, client: client, delegate: delegate)
         }
     }
 
     private func connectCompleted(
-        _ result: Result<Channel, Error>, config: UpstreamConfig, tls: UpstreamTLS?,
+        _ result: Result<Channel, Error>, config: UpstreamConfig, tls: UpstreamTLS?, client: String?,
         delegate: UpstreamExchangeDelegate
     ) {
         switch result {
@@ -237,21 +327,23 @@ final class EndpointPool {
             guard let handler = try? channel.pipeline.syncOperations.handler(type: UpstreamClientHandler.self)
             else {
                 total -= 1
+                give(client)
                 channel.close(promise: nil)
                 delegate.upstreamLeaseFailed(.connectFailed)
                 serveWaiter()
                 return
             }
             let c = UpstreamConnection(channel: channel, endpoint: self, handler: handler, tls: tls)
+            c.begin(delegate: delegate, client: client, responseTimeout: config.responseTimeout, idleTimeout: config.idleTimeout)
             if !channel.isActive {
-                c.close()
+                c.abandon()
                 delegate.upstreamLeaseFailed(.connectFailed)
                 return
             }
-            c.begin(delegate: delegate, responseTimeout: config.responseTimeout, idleTimeout: config.idleTimeout)
             delegate.upstreamLeased(c)
         case .failure(let error):
             total -= 1
+            give(client)
             consecutiveFailures += 1
             if let failed = error as? TLSClientHandshakeError, !loggedHandshakeFailure {
                 // The usual cause is configuration (CA, name, client certificate):
@@ -275,6 +367,7 @@ final class EndpointPool {
 
     /// A finished keep-alive connection: hand it to a waiter or park it.
     func release(_ c: UpstreamConnection) {
+        give(c.endLease())
         if c.tls?.generation != tls?.generation || !c.channel.isActive {
             // Verified under TLS settings a reload has replaced, or closed
             // while its last bytes were handed over: closing it lets a
@@ -282,8 +375,9 @@ final class EndpointPool {
             c.close()
             return
         }
-        if let w = waiters.popFirst() {
-            c.begin(delegate: w.delegate, responseTimeout: config?.responseTimeout ?? .seconds(30),
+        if let w = popEligibleWaiter() {
+            take(w.client)
+            c.begin(delegate: w.delegate, client: w.client, responseTimeout: config?.responseTimeout ?? .seconds(30),
                     idleTimeout: config?.idleTimeout ?? .seconds(60))
             w.delegate.upstreamLeased(c)
             return
@@ -294,13 +388,37 @@ final class EndpointPool {
 
     func connectionClosed(_ c: UpstreamConnection) {
         total -= 1
+        give(c.endLease())
         if let i = idle.firstIndex(where: { $0 === c }) { idle.remove(at: i) }
         serveWaiter()
     }
 
+    /// The oldest waiter whose client is under its share (FIFO otherwise).
+    private func popEligibleWaiter() -> Waiter? {
+        let cap = perClientCap
+        guard let i = waiters.firstIndex(where: { holds($0.client) < cap }) else { return nil }
+        return waiters.remove(at: i)
+    }
+
     private func serveWaiter() {
-        guard !waiters.isEmpty, let config, total < max(1, config.maxConnectionsPerEndpoint) else { return }
-        if let w = waiters.popFirst() { connect(config: config, delegate: w.delegate) }
+        guard !waiters.isEmpty, let config, total < totalCap else { return }
+        if let w = popEligibleWaiter() { connect(config: config, client: w.client, delegate: w.delegate) }
+    }
+
+    /// Called by the sweep: an endpoint whose connections have all been busy,
+    /// with requests waiting, for longer than its response timeout is reported
+    /// to `/readyz` until it has a free connection again.
+    func checkExhaustion(upstream: String, now: NIODeadline) {
+        if total < totalCap || !idle.isEmpty { exhaustedSince = nil }
+        let report = exhaustedSince.map { $0 + (config?.responseTimeout ?? .seconds(30)) <= now } ?? false
+        if report != reportedExhausted {
+            reportedExhausted = report
+            pool.health.set(upstream: upstream, pool: healthKey, exhausted: report)
+            if report {
+                pool.logger.warning(
+                    "upstream pool exhausted", metadata: ["upstream": "\(upstream)", "endpoint": "\(endpoint)"])
+            }
+        }
     }
 
     func closeIdle(olderThan now: NIODeadline?) {
@@ -315,9 +433,13 @@ final class EndpointPool {
     }
 
     func expireWaiters(now: NIODeadline) {
-        while let first = waiters.first, first.deadline <= now {
-            waiters.removeFirst()
-            first.delegate.upstreamLeaseFailed(.queueTimeout)
+        guard waiters.contains(where: { $0.deadline <= now }) else { return }
+        var expired: [Waiter] = []
+        var kept = CircularBuffer<Waiter>(initialCapacity: waiters.count)
+        for w in waiters {
+            if w.deadline <= now { expired.append(w) } else { kept.append(w) }
         }
+        waiters = kept
+        for w in expired { w.delegate.upstreamLeaseFailed(.queueTimeout) }
     }
 }

@@ -173,7 +173,7 @@ extension Integration {
             #expect(h.lastUpstreamHead?.headers.first(name: "content-length") == "1024")
             let before = h.upstreamCount
 
-            // One byte more: 413 from the gateway, signed or not, over both
+            // One byte more with assertion headers: 413 from the gateway, over both
             // protocols and with a chunked HTTP/1.1 body (no Content-Length).
             let over = String(repeating: "b", count: 1025)
             let signed = try h.assertionHeaders(
@@ -181,7 +181,6 @@ extension Integration {
             let cases: [(String, [(String, String)], Bool)] = [
                 ("signed h2", signed, false),
                 ("signed h1", signed, true),
-                ("unsigned h2", [], false),
                 ("chunked h1", signed + [("Transfer-Encoding", "chunked")], true),
             ]
             for (label, headers, http1) in cases {
@@ -193,12 +192,16 @@ extension Integration {
                 #expect(h.upstreamCount == before, "\(label) reached the upstream")
             }
 
-            // The default monitor route (maxBodyBytes 1 MiB): 1 MiB + 1 byte is refused too.
+            // Without assertion headers there is nothing to verify and nothing is
+            // buffered: the body streams upstream, marked missing, whatever its size.
+            let unsigned = try await h.send("POST", "/monitor-capped/x", body: over)
+            #expect(unsigned.status == 200, "\(unsigned.body)")
+            #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "missing")
             let big = String(repeating: "c", count: (1 << 20) + 1)
-            let tooBig = try await h.send("POST", "/monitor/big", body: big)
-            #expect(tooBig.status == 413, "\(tooBig.body)")
-            #expect(tooBig.reason == "body-too-large")
-            #expect(h.upstreamCount == before)
+            let bigUnsigned = try await h.send("POST", "/monitor/big", body: big)
+            #expect(bigUnsigned.status == 200, "\(bigUnsigned.body)")
+            #expect(h.lastUpstreamHead?.headers.first(name: "content-length") == String((1 << 20) + 1))
+            #expect(h.upstreamCount == before + 2)
 
             // Refused before any store work: counter 2 was not spent by the refused requests.
             let small = #"{"n":2}"#
@@ -207,8 +210,33 @@ extension Integration {
                 headers: h.assertionHeaders(device, method: "POST", path: "/monitor-capped/x", body: Array(small.utf8), counter: 2),
                 body: small)
             #expect(after.status == 200)
-            #expect(h.upstreamCount == before + 1)
+            #expect(h.upstreamCount == before + 3)
             #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "verified")
+            try await h.stop()
+        }
+
+        /// protocol.md §4 step 1 needs only the head: an enforce route answers a
+        /// request without (or with malformed) assertion headers at once, without
+        /// waiting for, or buffering, a body that could never verify.
+        @Test func enforceRoutesAnswerMissingOrMalformedHeadersFromTheHead() async throws {
+            let h = try await EnforcementHarness.start()
+            let port = String(h.server.ports[0])
+            let missing1 = try await HardeningTests.run(["h1-head-only", port, "/enforce/x", "1000"])
+            #expect(missing1["status"] as? Int == 401, "\(missing1)")
+            #expect((missing1["body"] as? String)?.contains("missing-assertion") == true)
+            let missing2 = try await HardeningTests.run(["h2-head-only", port, "/enforce/x"])
+            #expect(missing2["status"] as? Int == 401, "\(missing2)")
+            let malformed = try await HardeningTests.run([
+                "h1-head-only", port, "/enforce/x", "1000", "nohold",
+                "AssertGate-Key-Id: not-a-key\\r\\nAssertGate-Assertion: AAAA\\r\\n",
+            ])
+            #expect(malformed["status"] as? Int == 400, "\(malformed)")
+            #expect((malformed["body"] as? String)?.contains("malformed-header") == true)
+            let malformed2 = try await HardeningTests.run([
+                "h2-head-only", port, "/enforce/x", #"[["assertgate-key-id", "not-a-key"], ["assertgate-assertion", "AAAA"]]"#,
+            ])
+            #expect(malformed2["status"] as? Int == 400, "\(malformed2)")
+            #expect(h.upstreamCount == 0)
             try await h.stop()
         }
 

@@ -17,6 +17,13 @@ final class TestUpstream: Sendable {
     let port: Int
     private let recorded = NIOLockedValueBox<[HTTPRequestHead]>([])
     private let accepted = NIOLockedValueBox(0)
+    private let open = NIOLockedValueBox(0)
+    /// Downloads whose sending stopped because the gateway stopped reading.
+    let stalledDownloads = NIOLockedValueBox(0)
+    /// Connections closed while a request body was still arriving.
+    let truncatedBodies = NIOLockedValueBox(0)
+    /// `/upload` requests whose whole body arrived.
+    let completedUploads = NIOLockedValueBox(0)
     private let waiters = NIOLockedValueBox<[(Int, EventLoopPromise<Void>)]>([])
 
     static let hello = String(repeating: "x", count: 63) + "\n"
@@ -28,11 +35,14 @@ final class TestUpstream: Sendable {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                box.withLockedValue { $0 }?.accepted.withLockedValue { $0 += 1 }
+                let me = box.withLockedValue { $0 }
+                me?.accepted.withLockedValue { $0 += 1 }
+                me?.open.withLockedValue { $0 += 1 }
+                channel.closeFuture.whenComplete { _ in me?.open.withLockedValue { $0 -= 1 } }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try channel.pipeline.syncOperations.addHandler(
-                        TestUpstreamHandler(onHead: { head in box.withLockedValue { $0 }?.record(head) }))
+                        TestUpstreamHandler(upstream: me, onHead: { head in box.withLockedValue { $0 }?.record(head) }))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -44,6 +54,8 @@ final class TestUpstream: Sendable {
     var requests: [HTTPRequestHead] { recorded.withLockedValue { $0 } }
     /// Connections the gateway opened to this upstream.
     var connectionsAccepted: Int { accepted.withLockedValue { $0 } }
+    /// Connections from the gateway open right now (idle keep-alive ones included).
+    var openConnections: Int { open.withLockedValue { $0 } }
 
     private func record(_ head: HTTPRequestHead) {
         let count = recorded.withLockedValue { r -> Int in
@@ -79,13 +91,16 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let onHead: @Sendable (HTTPRequestHead) -> Void
+    private let upstream: TestUpstream?
     private var head: HTTPRequestHead?
     private var received = 0
     private var remaining = 0
     private var downloading = false
     private var dropNext = false
+    private var inBody = false
 
-    init(onHead: @escaping @Sendable (HTTPRequestHead) -> Void) {
+    init(upstream: TestUpstream?, onHead: @escaping @Sendable (HTTPRequestHead) -> Void) {
+        self.upstream = upstream
         self.onHead = onHead
     }
 
@@ -94,13 +109,21 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
         case .head(let h):
             head = h
             received = 0
+            inBody = true
             onHead(h)
         case .body(let b):
             received += b.readableBytes
         case .end:
+            inBody = false
             guard let head else { return }
+            if head.uri.hasPrefix("/upload") { upstream?.completedUploads.withLockedValue { $0 += 1 } }
             respond(context: context, head: head)
         }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if inBody { upstream?.truncatedBodies.withLockedValue { $0 += 1 } }
+        context.fireChannelInactive()
     }
 
     private func query(_ uri: String, _ key: String) -> Int? {
@@ -163,6 +186,8 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
         if remaining == 0 {
             downloading = false
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        } else {
+            upstream?.stalledDownloads.withLockedValue { $0 += 1 }
         }
     }
 

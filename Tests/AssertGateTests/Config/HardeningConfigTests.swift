@@ -1,0 +1,76 @@
+import Foundation
+import NIOCore
+import Testing
+
+@testable import AssertGateCore
+
+/// The settings against misbehaving clients: defaults, values, and what a
+/// wrong value says.
+@Suite struct HardeningConfigTests {
+    private static func yaml(limits: String = "", upstream: String = "") -> String {
+        """
+        listeners: [{address: 127.0.0.1:8080}]
+        apps: [{appId: ABCDE12345.com.example.app}]
+        store: {memory: {}}
+        upstreams: {api: {endpoints: [http://127.0.0.1:9001]\(upstream)}}
+        routes: [{match: {prefix: /}, upstream: api, mode: passthrough}]
+        \(limits.isEmpty ? "" : "limits: {\(limits)}")
+
+        """
+    }
+
+    private static func load(_ yaml: String) throws -> GatewayConfig {
+        try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
+    }
+
+    private static func errors(_ yaml: String) -> [String] {
+        do {
+            _ = try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
+            return []
+        } catch {
+            return error.diagnostics.map(\.description)
+        }
+    }
+
+    @Test func defaultsStopTheSlowClientsOfIssue14() throws {
+        let c = try Self.load(Self.yaml())
+        #expect(c.limits.requestBodyTimeout == .seconds(10))
+        #expect(c.limits.minRequestBodyRate == 1024)
+        #expect(c.limits.streamWriteTimeout == .seconds(30))
+        #expect(c.limits.maxBufferedBodyBytes == nil)
+        let budget = c.limits.effectiveMaxBufferedBodyBytes
+        #expect(budget >= 16 << 20 && budget <= 512 << 20)
+        #expect(c.limits.underscoresInHeaders == .drop)
+        let api = try #require(c.upstreams["api"])
+        #expect(api.maxConnectionsPerClient == nil)
+        #expect(api.effectiveMaxConnectionsPerClient == 32)
+    }
+
+    @Test func valuesAreRead() throws {
+        let c = try Self.load(
+            Self.yaml(
+                limits: "requestBodyTimeout: 3s, minRequestBodyRate: 0, streamWriteTimeout: 5s, maxBufferedBodyBytes: 8MiB, underscoresInHeaders: reject",
+                upstream: ", maxConnectionsPerEndpoint: 10, maxConnectionsPerClient: 7"))
+        #expect(c.limits.requestBodyTimeout == .seconds(3))
+        #expect(c.limits.minRequestBodyRate == 0)
+        #expect(c.limits.streamWriteTimeout == .seconds(5))
+        #expect(c.limits.effectiveMaxBufferedBodyBytes == 8 << 20)
+        #expect(c.limits.underscoresInHeaders == .reject)
+        #expect(c.upstreams["api"]?.effectiveMaxConnectionsPerClient == 7)
+        let summary = ConfigSummary.render(c)
+        #expect(summary.contains("maxConnectionsPerClient 7"))
+        #expect(summary.contains("requestBodyTimeout 3s, minRequestBodyRate off, streamWriteTimeout 5s"))
+        #expect(summary.contains("underscoresInHeaders reject"))
+    }
+
+    @Test func wrongValuesSayWhatIsWrong() {
+        let bad = Self.errors(Self.yaml(limits: "underscoresInHeaders: sometimes"))
+        #expect(bad.contains { $0.contains("limits.underscoresInHeaders: expected one of drop, reject, allow, got 'sometimes'") }, "\(bad)")
+        let zero = Self.errors(Self.yaml(limits: "streamWriteTimeout: 0s"))
+        #expect(zero.contains { $0.contains("limits.streamWriteTimeout: must be greater than 0") }, "\(zero)")
+        let tiny = Self.errors(Self.yaml(limits: "maxBufferedBodyBytes: 1KiB"))
+        #expect(tiny.contains { $0.contains("limits.maxBufferedBodyBytes: must be at least 64KiB") }, "\(tiny)")
+        let share = Self.errors(Self.yaml(upstream: ", maxConnectionsPerEndpoint: 4, maxConnectionsPerClient: 5"))
+        #expect(share.contains { $0.contains("upstreams.api.maxConnectionsPerClient: 5 exceeds maxConnectionsPerEndpoint (4)") }, "\(share)")
+    }
+}

@@ -1,0 +1,413 @@
+#!/usr/bin/python3
+"""Raw-socket clients that misbehave the way issue 14 found: abandoned and
+stalled responses, trickled and stalled request bodies, heads that never end,
+invalid chunked bodies, underscore headers. HTTP/2 frames come from python3-h2's
+hyperframe/hpack, so nothing is hidden behind a client library's good manners.
+
+usage: hardening.py MODE PORT [ARGS...]
+
+Where a mode says "waits for a line", it reads one line from standard input
+before going on: the test decides when (it watches the upstream), so no step
+depends on a sleep. Every mode prints one JSON object on its last line.
+"""
+import json
+import socket
+import sys
+import time
+
+import hpack
+from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame, RstStreamFrame,
+                              SettingsFrame, WindowUpdateFrame)
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def out(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def wait_for_line():
+    sys.stdin.readline()
+
+
+def connect(port, source=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=15,
+                                 source_address=(source, 0) if source else None)
+    return s
+
+
+# ---------------------------------------------------------------- HTTP/1.1
+
+def read_h1_response(s, limit=1 << 16):
+    """Head and (content-length) body; None if the connection closed first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ")[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(b":")
+        headers[k.strip().lower().decode()] = v.strip().decode()
+    length = int(headers.get("content-length", "0"))
+    while len(body) < min(length, limit):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        body += chunk
+    return status, headers, body.decode(errors="replace")
+
+
+def h1_abandon(port):
+    s = connect(port)
+    s.sendall(b"GET /download?bytes=104857600 HTTP/1.1\r\nHost: t\r\n\r\n")
+    got = 0
+    while got < (256 << 10):
+        got += len(s.recv(65536))
+    out(step="stalled", received=got)
+    wait_for_line()
+    s.close()
+    out(step="closed")
+
+
+def h1_no_read(port):
+    s = connect(port)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /download?bytes=104857600 HTTP/1.1\r\nHost: t\r\n\r\n")
+    out(step="requested")
+    wait_for_line()
+    s.close()
+    out(step="closed")
+
+
+def h1_body(port, path, mode, extra_headers=""):
+    """POST with Content-Length 1000000: `stall` sends 100 bytes then nothing,
+    `trickle` one byte every 100 ms. Reports the answer and when it came."""
+    s = connect(port)
+    start = time.monotonic()
+    s.sendall(("POST %s HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n%s\r\n" % (path, extra_headers)).encode())
+    if mode == "stall":
+        s.sendall(b"a" * 100)
+    elif mode == "trickle":
+        s.setblocking(False)
+        while time.monotonic() - start < 20:
+            try:
+                s.sendall(b"a")
+            except (BlockingIOError, OSError):
+                break
+            try:
+                if s.recv(1, socket.MSG_PEEK):
+                    break
+            except BlockingIOError:
+                pass
+            except OSError:
+                break
+            time.sleep(0.1)
+        s.setblocking(True)
+    r = read_h1_response(s)
+    elapsed = time.monotonic() - start
+    if r is None:
+        out(status=0, elapsed=elapsed)
+    else:
+        out(status=r[0], elapsed=elapsed, body=r[2], retryAfter=r[1].get("retry-after"),
+            connection=r[1].get("connection"))
+
+
+def h1_head_only(port, path, length, hold=False, extra_headers=""):
+    """POST with a Content-Length and no body (`extra_headers`: raw header
+    lines, \\r\\n escapes allowed). With `hold`, waits for a line (still
+    without sending the body) before reading the answer."""
+    s = connect(port)
+    start = time.monotonic()
+    extra = extra_headers.encode().decode("unicode_escape")
+    s.sendall(("POST %s HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n%s\r\n" % (path, length, extra)).encode())
+    if hold:
+        out(step="sent")
+        wait_for_line()
+    r = read_h1_response(s)
+    elapsed = time.monotonic() - start
+    out(status=r[0] if r else 0, elapsed=elapsed, body=r[2] if r else "",
+        retryAfter=r[1].get("retry-after") if r else None)
+
+
+def h1_partial_head(port):
+    s = connect(port)
+    start = time.monotonic()
+    s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n")
+    try:
+        data = s.recv(4096)
+    except socket.timeout:
+        data = None
+    out(closedAfter=time.monotonic() - start, closed=data == b"")
+
+
+def h1_bad_chunk(port, chunk_line):
+    s = connect(port)
+    s.sendall(b"POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+    out(step="sent")
+    wait_for_line()
+    s.sendall(chunk_line.encode().decode("unicode_escape").encode("latin-1"))
+    r = read_h1_response(s)
+    if r is None:
+        out(status=0)
+    else:
+        out(status=r[0], body=r[2], connection=r[1].get("connection"))
+
+
+def h1_raw(port, request):
+    """Sends `request` (\\r\\n escapes allowed) and prints the answer."""
+    s = connect(port)
+    s.sendall(request.encode().decode("unicode_escape").encode("latin-1"))
+    r = read_h1_response(s)
+    out(status=r[0] if r else 0, body=r[2] if r else "")
+
+
+def hold_slow(port, count, ms, source):  # noqa: D401
+    """`count` connections from `source`, each GET /slow?ms=...; reports how
+    many were answered 200."""
+    socks = []
+    for _ in range(count):
+        s = connect(port, source)
+        s.sendall(("GET /slow?ms=%d HTTP/1.1\r\nHost: t\r\n\r\n" % ms).encode())
+        socks.append(s)
+    out(step="sent")
+    ok = 0
+    for s in socks:
+        r = read_h1_response(s)
+        if r and r[0] == 200:
+            ok += 1
+    out(ok=ok)
+
+
+def hold_body(port):
+    """POST /upload with Content-Length 1000 and one byte of it; waits for a
+    line, then closes."""
+    s = connect(port)
+    s.sendall(b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\na")
+    out(step="sent")
+    wait_for_line()
+    s.close()
+    out(step="closed")
+
+
+# ---------------------------------------------------------------- HTTP/2
+
+class H2:
+    def __init__(self, port, settings=None, source=None):
+        self.s = connect(port, source)
+        self.enc = hpack.Encoder()
+        self.dec = hpack.Decoder()
+        self.buf = b""
+        self.closed = False
+        self.goaway = None
+        f = SettingsFrame(0)
+        for k, v in (settings or {}).items():
+            f.settings[k] = v
+        self.s.sendall(PREFACE + f.serialize())
+
+    def send(self, frame):
+        self.s.sendall(frame.serialize())
+
+    def request(self, sid, method, path, extra=(), end_stream=True):
+        f = HeadersFrame(sid)
+        f.data = self.enc.encode([(":method", method), (":scheme", "http"), (":authority", "127.0.0.1"),
+                                  (":path", path)] + list(extra))
+        f.flags.add("END_HEADERS")
+        if end_stream:
+            f.flags.add("END_STREAM")
+        self.send(f)
+
+    def frames(self, seconds):
+        """Frames received within `seconds` (SETTINGS acked, PING answered)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not self.closed:
+            self.s.settimeout(max(0.001, min(0.2, deadline - time.monotonic())))
+            try:
+                data = self.s.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                self.closed = True
+                break
+            if not data:
+                self.closed = True
+                break
+            self.buf += data
+            while len(self.buf) >= 9:
+                f, length = Frame.parse_frame_header(memoryview(self.buf[:9]))
+                if len(self.buf) < 9 + length:
+                    break
+                f.parse_body(memoryview(self.buf[9:9 + length]))
+                self.buf = self.buf[9 + length:]
+                if isinstance(f, SettingsFrame) and "ACK" not in f.flags:
+                    ack = SettingsFrame(0)
+                    ack.flags.add("ACK")
+                    self.send(ack)
+                if isinstance(f, GoAwayFrame):
+                    self.goaway = f.error_code
+                yield f
+
+    def status_of(self, frame):
+        for k, v in self.dec.decode(frame.data):
+            if k in (":status", b":status"):
+                return int(v)
+        return None
+
+
+def h2_abandon(port, action):
+    c = H2(port)
+    c.request(1, "GET", "/download?bytes=104857600")
+    got = 0
+    # The stream's window is the default 64 KiB and never opened further: the
+    # gateway's queue for it fills and it pauses its upstream.
+    for f in c.frames(10):
+        if isinstance(f, DataFrame) and f.stream_id == 1:
+            got += len(f.data)
+            if got >= (16 << 10):
+                break
+    out(step="stalled", received=got)
+    wait_for_line()
+    if action == "close":
+        c.s.close()
+        out(step="closed")
+        return
+    rst = RstStreamFrame(1)
+    rst.error_code = 0x8  # CANCEL
+    c.send(rst)
+    out(step="reset")
+    wait_for_line()
+    # The connection still serves: a new stream on it gets its answer. The stalled
+    # stream's DATA still in flight is skipped, and the window is opened again.
+    wu = WindowUpdateFrame(0)
+    wu.window_increment = 1 << 30
+    c.send(wu)
+    c.request(3, "GET", "/hello")
+    status = None
+    for f in c.frames(10):
+        if isinstance(f, HeadersFrame) and f.stream_id == 3:
+            status = c.status_of(f)
+            break
+    out(status=status or 0)
+
+
+def h2_window_zero(port, streams):
+    """Initial window 0 (nothing of any response can be sent), `streams`
+    downloads, a PING every 200 ms so the connection is never idle. Reports
+    the streams the gateway reset, then waits for a line while still connected."""
+    c = H2(port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
+    for i in range(streams):
+        c.request(1 + 2 * i, "GET", "/download?bytes=1048576")
+    resets = {}
+    start = time.monotonic()
+    while len(resets) < streams and time.monotonic() - start < 20 and not c.closed:
+        c.send(PingFrame(0))
+        for f in c.frames(0.2):
+            if isinstance(f, RstStreamFrame):
+                resets[f.stream_id] = f.error_code
+    result = dict(step="reset", resets=len(resets), codes=sorted(set(resets.values())), closed=c.closed,
+                  elapsed=time.monotonic() - start)
+    out(**result)
+    wait_for_line()
+    out(**result)
+
+
+def h2_body(port, path, extra=()):
+    """POST with content-length 1000, 10 bytes of DATA, then nothing: the answer
+    (or reset) and when it came."""
+    c = H2(port)
+    start = time.monotonic()
+    c.request(1, "POST", path, extra=[("content-length", "1000")] + list(extra), end_stream=False)
+    d = DataFrame(1)
+    d.data = b"a" * 10
+    c.send(d)
+    status, reset = None, None
+    for f in c.frames(15):
+        if isinstance(f, HeadersFrame) and f.stream_id == 1:
+            status = c.status_of(f)
+            break
+        if isinstance(f, RstStreamFrame) and f.stream_id == 1:
+            reset = f.error_code
+            break
+    out(status=status or 0, reset=reset, elapsed=time.monotonic() - start)
+
+
+def h2_head_only(port, path, extra_json="[]"):
+    c = H2(port)
+    start = time.monotonic()
+    extra = [tuple(x) for x in json.loads(extra_json)]
+    c.request(1, "POST", path, extra=[("content-length", "1000")] + extra, end_stream=False)
+    status = None
+    for f in c.frames(10):
+        if isinstance(f, HeadersFrame) and f.stream_id == 1:
+            status = c.status_of(f)
+            break
+    out(status=status or 0, elapsed=time.monotonic() - start)
+
+
+def h2_huge_field(port):
+    """One header field of 70 KiB (over nghttp2's 64 KiB HPACK limit), sent
+    as HEADERS + CONTINUATIONs of 16 KiB (the default frame size)."""
+    c = H2(port)
+    block = c.enc.encode([(":method", "GET"), (":scheme", "http"), (":authority", "127.0.0.1"),
+                          (":path", "/hello"), ("x-big", "b" * (70 << 10))], huffman=False)
+    pieces = [block[i:i + 16384] for i in range(0, len(block), 16384)]
+    first = HeadersFrame(1)
+    first.data = pieces[0]
+    first.flags.add("END_STREAM")
+    if len(pieces) == 1:
+        first.flags.add("END_HEADERS")
+    c.send(first)
+    for i, piece in enumerate(pieces[1:]):
+        cont = ContinuationFrame(1)
+        cont.data = piece
+        if i == len(pieces) - 2:
+            cont.flags.add("END_HEADERS")
+        c.send(cont)
+    for _ in c.frames(5):
+        pass
+    out(goaway=c.goaway, closed=c.closed)
+
+
+def main():
+    mode, port, args = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    if mode == "h1-abandon":
+        h1_abandon(port)
+    elif mode == "h1-no-read":
+        h1_no_read(port)
+    elif mode == "h1-body":
+        h1_body(port, args[0], args[1], args[2] if len(args) > 2 else "")
+    elif mode == "h1-head-only":
+        h1_head_only(port, args[0], int(args[1]), hold=len(args) > 2 and args[2] == "hold",
+                     extra_headers=args[3] if len(args) > 3 else "")
+    elif mode == "h1-partial-head":
+        h1_partial_head(port)
+    elif mode == "h1-bad-chunk":
+        h1_bad_chunk(port, args[0])
+    elif mode == "h1-raw":
+        h1_raw(port, args[0])
+    elif mode == "hold-slow":
+        hold_slow(port, int(args[0]), int(args[1]), args[2])
+    elif mode == "hold-body":
+        hold_body(port)
+    elif mode == "h2-abandon":
+        h2_abandon(port, args[0])
+    elif mode == "h2-window-zero":
+        h2_window_zero(port, int(args[0]))
+    elif mode == "h2-body":
+        h2_body(port, args[0])
+    elif mode == "h2-head-only":
+        h2_head_only(port, args[0], args[1] if len(args) > 1 else "[]")
+    elif mode == "h2-huge-field":
+        h2_huge_field(port)
+    else:
+        print("unknown mode " + mode, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,314 @@
+import AssertGateCore
+import AssertGateTestSupport
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+import Verifier
+
+/// Misbehaving clients on real sockets (Adversarial/hardening.py) against a
+/// gateway in front of the recording upstream: what they hold must be let go,
+/// and nobody else may have to wait for them.
+extension Integration {
+    @Suite(.serialized) struct HardeningTests {
+        static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Adversarial/hardening.py").path
+
+        /// hardening.py in the background; `go()` lets a mode that waits for a line go on.
+        final class Client: Sendable {
+            private let pipe = Pipe()
+            let result: Task<ProcessResult, any Error>
+
+            init(_ args: [String], timeout: TimeInterval = 60) {
+                let stdin = pipe.fileHandleForReading
+                result = Task { try await Run.tool("python3", [HardeningTests.script] + args, stdin: stdin, timeout: timeout) }
+            }
+
+            func go() { pipe.fileHandleForWriting.write(Data("go\n".utf8)) }
+
+            /// The JSON object on the last line of its output.
+            func finish() async throws -> [String: Any] {
+                let r = try await result.value
+                try? pipe.fileHandleForWriting.close()
+                let last = r.stdout.split(separator: "\n").last.map(String.init) ?? ""
+                guard let object = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any] else {
+                    throw HarnessError("hardening.py printed no JSON: \(r.stdout) \(r.stderr)")
+                }
+                return object
+            }
+        }
+
+        static func run(_ args: [String]) async throws -> [String: Any] {
+            try await Client(args).finish()
+        }
+
+        /// Polls `condition` every 20 ms until it holds or `seconds` pass.
+        static func eventually(within seconds: Double, _ condition: () -> Bool) async throws -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while !condition() {
+                if Date() > deadline { return false }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return true
+        }
+
+        static func eventuallyAsync(within seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while try await !condition() {
+                if Date() > deadline { return false }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return true
+        }
+
+        // MARK: 1. a response abandoned under back-pressure
+
+        @Test(arguments: [["h1-abandon"], ["h2-abandon", "close"]])
+        func abandonedPausedResponseClosesItsUpstreamConnection(_ mode: [String]) async throws {
+            let h = try await Harness.start(threads: 1)
+            let client = Client([mode[0], String(h.port)] + mode.dropFirst())
+            // The gateway has stopped reading the upstream for this client.
+            #expect(try await Self.eventually(within: 20) { h.upstream.stalledDownloads.withLockedValue { $0 } > 0 })
+            #expect(h.upstream.openConnections == 1)
+            client.go()
+            _ = try await client.finish()
+            #expect(
+                try await Self.eventually(within: 5) { h.upstream.openConnections == 0 },
+                "the paused upstream connection was kept for a client that left")
+            try await h.stop()
+        }
+
+        @Test func cancelledStreamClosesItsPausedUpstreamAndTheConnectionServesOn() async throws {
+            let h = try await Harness.start(threads: 1)
+            let client = Client(["h2-abandon", String(h.port), "reset"])
+            #expect(try await Self.eventually(within: 20) { h.upstream.stalledDownloads.withLockedValue { $0 } > 0 })
+            client.go()  // RST_STREAM(CANCEL), connection kept
+            #expect(
+                try await Self.eventually(within: 5) { h.upstream.openConnections == 0 },
+                "RST_STREAM(CANCEL) left the paused upstream connection open")
+            client.go()  // a new stream on the same connection
+            let r = try await client.finish()
+            #expect(r["status"] as? Int == 200)
+            try await h.stop()
+        }
+
+        // MARK: 2. clients that stop taking their response
+
+        @Test func streamsWhoseWindowStaysShutAreResetAndReleaseTheUpstream() async throws {
+            let h = try await Harness.start(threads: 1) { $0.limits.streamWriteTimeout = .milliseconds(500) }
+            let client = Client(["h2-window-zero", String(h.port), "5"])
+            // Every stream reset while the client stays connected (and pings):
+            // their upstream connections are closed or back in the pool.
+            #expect(try await Self.eventually(within: 15) {
+                h.upstream.requests.count == 5 && h.upstream.openConnections <= 5
+            })
+            client.go()
+            let r = try await client.finish()
+            #expect(r["resets"] as? Int == 5, "\(r)")
+            #expect(r["codes"] as? [Int] == [0x8], "\(r)")  // CANCEL
+            #expect(r["closed"] as? Bool == false, "\(r)")
+            try await h.stop()
+        }
+
+        @Test func anHTTP1ClientThatStopsReadingIsClosedAndItsUpstreamReleased() async throws {
+            let h = try await Harness.start(threads: 1) { $0.limits.streamWriteTimeout = .milliseconds(500) }
+            let client = Client(["h1-no-read", String(h.port)])
+            #expect(try await Self.eventually(within: 20) { h.upstream.stalledDownloads.withLockedValue { $0 } > 0 })
+            #expect(
+                try await Self.eventually(within: 10) { h.upstream.openConnections == 0 },
+                "a client that never reads held its upstream connection")
+            client.go()
+            _ = try await client.finish()
+            try await h.stop()
+        }
+
+        // MARK: 2. trickled and stalled request bodies
+
+        @Test(arguments: ["stall", "trickle"])
+        func aSlowRequestBodyIsAnswered408AndItsUpstreamClosed(_ how: String) async throws {
+            let observer = HardeningObserver()
+            let h = try await Harness.start(threads: 1, hooks: GatewayHooks(makeObserver: { _ in observer })) {
+                $0.limits.requestBodyTimeout = .seconds(1)
+                $0.limits.minRequestBodyRate = 1024
+            }
+            let r = try await Self.run(["h1-body", String(h.port), "/upload", how])
+            #expect(r["status"] as? Int == 408, "\(r)")
+            #expect((r["body"] as? String)?.contains("request-timeout") == true, "\(r)")
+            #expect(r["connection"] as? String == "close")
+            let elapsed = r["elapsed"] as? Double ?? 99
+            #expect(elapsed < 6, "answered after \(elapsed) s")
+            // The upstream had the head and part of the body: it must see a cut, never a whole request.
+            #expect(try await Self.eventually(within: 5) { h.upstream.openConnections == 0 })
+            #expect(h.upstream.completedUploads.withLockedValue { $0 } == 0)
+            #expect(observer.timeouts.withLockedValue { $0 } == [.requestBody])
+            try await h.stop()
+        }
+
+        @Test func aStalledHTTP2BodyIsAnswered408() async throws {
+            let h = try await Harness.start(threads: 1) { $0.limits.requestBodyTimeout = .seconds(1) }
+            let r = try await Self.run(["h2-body", String(h.port), "/upload"])
+            #expect(r["status"] as? Int == 408, "\(r)")
+            #expect(try await Self.eventually(within: 5) { h.upstream.openConnections == 0 })
+            try await h.stop()
+        }
+
+        // MARK: fairness and readiness
+
+        @Test func oneClientAddressCannotTakeEveryUpstreamConnection() async throws {
+            let h = try await Harness.start(responseTimeout: .seconds(20), threads: 1) {
+                $0.upstreams["legacy"]?.maxConnectionsPerEndpoint = 4
+            }
+            // 4 slow requests from 127.0.0.2: at most half of the 4 connections are its.
+            let hog = Client(["hold-slow", String(h.port), "4", "3000", "127.0.0.2"])
+            try await h.upstream.waitForRequests(2)
+            let started = Date()
+            let r = try await Run.tool("curl", ["-sS", "--interface", "127.0.0.1", "-m", "10", "\(h.base)/hello"])
+            let waited = Date().timeIntervalSince(started)
+            #expect(r.stdout == TestUpstream.hello, "\(r.stderr)")
+            #expect(waited < 2, "a well-behaved client waited \(waited) s behind another address's requests")
+            let slowSeen = h.upstream.requests.filter { $0.uri.hasPrefix("/slow") }.count
+            #expect(slowSeen == 2, "one address held \(slowSeen) of 4 upstream connections")
+            let done = try await hog.finish()
+            #expect(done["ok"] as? Int == 4, "its own requests still all get through: \(done)")
+            try await h.stop()
+        }
+
+        @Test func anExhaustedUpstreamPoolIsReportedUntilItFrees() async throws {
+            let h = try await Harness.start(responseTimeout: .milliseconds(300), threads: 1) {
+                $0.upstreams["legacy"]?.maxConnectionsPerEndpoint = 1
+                $0.limits.requestBodyTimeout = .seconds(30)
+                $0.limits.minRequestBodyRate = 0
+            }
+            let holder = Client(["hold-body", String(h.port)])
+            try await h.upstream.waitForRequests(1)
+            // Another client's request finds no connection and gives up after the response timeout.
+            let r = try await Run.tool(
+                "curl", ["-sS", "--interface", "127.0.0.3", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10", "\(h.base)/hello"])
+            #expect(r.stdout == "504")
+            #expect(try await Self.eventually(within: 5) { !h.gateway.upstreamHealth.exhaustedUpstreams.isEmpty })
+            #expect(h.gateway.upstreamHealth.exhaustedUpstreams.first?.hasPrefix("legacy (http://127.0.0.1:") == true)
+            holder.go()
+            _ = try await holder.finish()
+            #expect(try await Self.eventually(within: 5) { h.gateway.upstreamHealth.exhaustedUpstreams.isEmpty })
+            try await h.stop()
+        }
+
+        // MARK: 3. buffering budget
+
+        @Test func bufferingBeyondTheWorkersBudgetIsAnswered503() async throws {
+            let h = try await Harness.start(
+                threads: 1, hooks: GatewayHooks(makeGate: { _ in BufferingGate() })
+            ) { $0.limits.maxBufferedBodyBytes = 64 << 10 }
+            // 48 KiB announced and held (no body sent): the next 48 KiB do not fit.
+            let holder = Client(["h1-head-only", String(h.port), "/upload", String(48 << 10), "hold"])
+            #expect(try await Self.eventuallyAsync(within: 10) { try await h.gateway.bufferedBodyBytes() == 48 << 10 })
+            let r = try await Self.run(["h1-head-only", String(h.port), "/upload", String(48 << 10)])
+            #expect(r["status"] as? Int == 503, "\(r)")
+            #expect((r["body"] as? String)?.contains("gateway-busy") == true)
+            #expect(r["retryAfter"] as? String == "1")
+            // A small one still fits.
+            let small = try await Run.tool("curl", ["-sS", "-d", "hello", "\(h.base)/upload"])
+            #expect(small.stdout.contains("\"received_bytes\":5"), "\(small.stdout)")
+            holder.go()
+            _ = try await holder.finish()
+            #expect(try await Self.eventuallyAsync(within: 5) { try await h.gateway.bufferedBodyBytes() == 0 })
+            try await h.stop()
+        }
+
+        // MARK: 4. underscores
+
+        @Test(arguments: [UnderscoreHeaderPolicy.drop, .reject, .allow])
+        func headersWithUnderscoresNeverForgeTrustOrForwarding(_ policy: UnderscoreHeaderPolicy) async throws {
+            let h = try await Harness.start(threads: 1) { $0.limits.underscoresInHeaders = policy }
+            let r = try await Self.run([
+                "h1-raw", String(h.port),
+                "GET /hello HTTP/1.1\\r\\nHost: t\\r\\nX_AssertGate_User: admin\\r\\nX_Forwarded_For: 6.6.6.6\\r\\nMy_Header: kept\\r\\n\\r\\n",
+            ])
+            if policy == .reject {
+                #expect(r["status"] as? Int == 400)
+                #expect((r["body"] as? String)?.contains("malformed-request") == true)
+                #expect(h.upstream.requests.isEmpty)
+            } else {
+                #expect(r["status"] as? Int == 200)
+                let head = try #require(h.upstream.requests.last)
+                let names = head.headers.map { $0.name.lowercased() }
+                #expect(!names.contains("x_assertgate_user"))
+                #expect(!names.contains("x_forwarded_for"))
+                #expect(head.headers["x-forwarded-for"] == ["127.0.0.1"])
+                #expect(names.contains("my_header") == (policy == .allow))
+            }
+            try await h.stop()
+        }
+
+        // MARK: 5–7. heads, chunks, targets
+
+        @Test func headerTimeoutCountsFromTheFirstByte() async throws {
+            let h = try await Harness.start(threads: 1) {
+                $0.listeners[0].headerTimeout = .seconds(1)
+                $0.listeners[0].idleTimeout = .seconds(30)
+            }
+            let r = try await Self.run(["h1-partial-head", String(h.port)])
+            let after = r["closedAfter"] as? Double ?? 99
+            #expect(r["closed"] as? Bool == true, "\(r)")
+            #expect(after < 5, "a head that never ended was kept \(after) s")
+            try await h.stop()
+        }
+
+        @Test(arguments: ["zz\\r\\n", "123456789012345678901\\r\\n", "5\\nhello\\r\\n"])
+        func anInvalidChunkIsAnswered400AndTheUpstreamNeverSeesAWholeBody(_ chunk: String) async throws {
+            let observer = HardeningObserver()
+            let h = try await Harness.start(threads: 1, hooks: GatewayHooks(makeObserver: { _ in observer }))
+            let client = Client(["h1-bad-chunk", String(h.port), chunk])
+            try await h.upstream.waitForRequests(1)  // the head went upstream
+            client.go()
+            let r = try await client.finish()
+            #expect(r["status"] as? Int == 400, "\(r)")
+            #expect((r["body"] as? String)?.contains("malformed-request") == true)
+            #expect(try await Self.eventually(within: 5) { h.upstream.truncatedBodies.withLockedValue { $0 } == 1 })
+            #expect(h.upstream.completedUploads.withLockedValue { $0 } == 0)
+            #expect(observer.summaries.withLockedValue { $0.map(\.reason) } == [.malformedRequest])
+            try await h.stop()
+        }
+
+        @Test func anAbsoluteFormTargetIsRoutedByItsPathWithTheHostOfItsAuthority() async throws {
+            let h = try await Harness.start(threads: 1)
+            let r = try await Self.run([
+                "h1-raw", String(h.port), "GET http://api.example.test:8080/hello?x=1 HTTP/1.1\\r\\nHost: other\\r\\n\\r\\n",
+            ])
+            #expect(r["status"] as? Int == 200)
+            #expect(r["body"] as? String == TestUpstream.hello)
+            let head = try #require(h.upstream.requests.last)
+            #expect(head.uri == "/hello?x=1")
+            #expect(head.headers["host"] == ["api.example.test:8080"])
+            try await h.stop()
+        }
+
+        @Test func anHTTP2FieldOverNghttp2sLimitIsCountedAsHeadersTooLarge() async throws {
+            let observer = HardeningObserver()
+            let h = try await Harness.start(threads: 1, hooks: GatewayHooks(makeObserver: { _ in observer }))
+            let r = try await Self.run(["h2-huge-field", String(h.port)])
+            #expect(r["goaway"] as? Int == 0x9, "\(r)")  // COMPRESSION_ERROR: nghttp2 cannot do better
+            #expect(
+                try await Self.eventually(within: 5) {
+                    observer.summaries.withLockedValue { $0.map(\.reason) } == [.headersTooLarge]
+                }, "\(observer.summaries.withLockedValue { $0.map(\.reason) })")
+            try await h.stop()
+        }
+    }
+}
+
+/// Every finished request and every per-request timeout, from any worker.
+final class HardeningObserver: RequestObserver, Sendable {
+    let summaries = NIOLockedValueBox<[RequestSummary]>([])
+    let timeouts = NIOLockedValueBox<[RequestTimeoutKind]>([])
+    func requestFinished(_ summary: RequestSummary) { summaries.withLockedValue { $0.append(summary) } }
+    func timedOut(_ kind: RequestTimeoutKind) { timeouts.withLockedValue { $0.append(kind) } }
+}
+
+/// A gate that buffers every body (as `bindBody` does) and forwards it.
+final class BufferingGate: RequestGate {
+    func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy { .buffer(limit: 1 << 20) }
+    func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
+        .decided(.forward(extraHeaders: [(request.snapshot.trustHeaderName, "none")]))
+    }
+}
