@@ -16,7 +16,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-# Upstream: nginx, 1 worker, keep-alive, like ../shared/bench's "legacy API".
+# Upstream: nginx, 1 worker, keep-alive: the "legacy API" of side-by-side.sh.
 mkdir -p "$WORK/nginx/logs"
 cat >"$WORK/nginx/nginx.conf" <<NG
 worker_processes 1;

@@ -12,10 +12,10 @@
 set -u
 N=${1:-5000}; ROUNDS=${2:-7}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)/assertgate"
+BIN="${ASSERTGATE_BIN:-$(cd "$ROOT" && swift build -c release --show-bin-path)/assertgate}"
 [ -x "$BIN" ] || { echo "build first: swift build -c release --product assertgate" >&2; exit 2; }
 command -v nghttpx >/dev/null || { echo "nghttpx missing: apt-get install nghttp2-proxy" >&2; exit 2; }
-ulimit -n 65536
+ulimit -n 65536 2>/dev/null || true
 WORK="$(mktemp -d /tmp/assertgate-rss.XXXXXX)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 UP=$(free_port); GP=$(free_port); AP=$(free_port); NP=$(free_port)

@@ -227,9 +227,11 @@ func fuzzHeaderRewrite(_ bytes: [UInt8]) {
     // llhttp refuse the rest before the gateway sees them.
     for (name, value) in lines where isToken(name) { headers.add(name: name, value: value) }
 
-    HeaderRewriter.stripTrustPrefix(&headers, snapshot: snapshot)
+    // The front ends' intake: the trust prefix and (default `drop`) every name with `_` go.
+    guard HeaderRewriter.sanitizeClientHeaders(&headers, snapshot: snapshot) else { return }
     for (name, _) in headers {
         check(!ASCII.hasPrefixCI(name, lowerPrefix: snapshot.trustPrefixLower), "trust-prefixed header survived")
+        check(!name.utf8.contains(UInt8(ascii: "_")), "underscore header \(name) survived")
     }
     let path = lines.first?.1 ?? "/"
     let route = snapshot.route(method: lines.first?.0 ?? "GET", path: path[...]) ?? snapshot.config.routes.first
@@ -375,6 +377,12 @@ func fuzzUpstreamResponse(_ bytes: [UInt8]) {
 /// Route paths: every reading is an absolute path, and the widest one is plain.
 func fuzzRoutingPath(_ bytes: [UInt8]) {
     let path = String(decoding: bytes, as: UTF8.self)
+    // An absolute-form target splits into an authority and an origin-form path.
+    if let absolute = AbsoluteTarget(path) {
+        check(absolute.originForm.first == "/", "absolute-form target gave a relative path")
+        check(!absolute.authority.isEmpty && !absolute.authority.contains("/"), "bad authority \(absolute.authority)")
+        check(absolute.originForm.utf8.count <= path.utf8.count, "origin form longer than its target")
+    }
     for reading in RoutingPath.readings(path[...]) {
         check(reading.first == UInt8(ascii: "/"), "a reading that is not absolute")
         check(reading.count <= path.utf8.count + 1, "a reading longer than its path")

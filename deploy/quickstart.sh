@@ -9,7 +9,14 @@
 #   deploy/quickstart.sh stop     stops them (by the PIDs it recorded)
 #
 # Ports (override in the environment): GATEWAY_PORT=8080 ADMIN_PORT=9901
-# UPSTREAM_PORT=9001 REDIS_PORT=6390. State, logs and configs: deploy/run/.
+# UPSTREAM_PORT=9001 REDIS_PORT=6390. State, logs and configs: deploy/run/
+# (QUICKSTART_RUN=DIR puts them elsewhere).
+# QUICKSTART_BIN=DIR skips the package check and the build and uses the
+# assertgate and assertgate-device binaries in DIR (the tests use it).
+# READY_SECONDS=60: how long each service may take to answer.
+#
+# Time on a 2-core machine: about 6 minutes the first time (the release build),
+# about 15 seconds once built.
 #
 # The demo device is a software device (DeviceSim) with its own test CA: the
 # gateway is configured to trust that CA instead of Apple's roots. Never do
@@ -17,16 +24,19 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-RUN="$ROOT/deploy/run"
+RUN="${QUICKSTART_RUN:-$ROOT/deploy/run}"
 GATEWAY_PORT="${GATEWAY_PORT:-8080}"
 ADMIN_PORT="${ADMIN_PORT:-9901}"
 UPSTREAM_PORT="${UPSTREAM_PORT:-9001}"
 REDIS_PORT="${REDIS_PORT:-6390}"
+READY_SECONDS="${READY_SECONDS:-60}"
 ADMIN_TOKEN="quickstart-admin-token"
 APP_ID="ABCDE12345.com.example.app"
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+# Stops the services this script recorded in $RUN/*.pid (newest first), each
+# by its PID: TERM, then KILL after 5 s.
 stop_all() {
     for name in gateway upstream redis; do
         pidfile="$RUN/$name.pid"
@@ -36,6 +46,7 @@ stop_all() {
             kill -TERM "$pid" 2>/dev/null || true
             for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
             kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
             echo "stopped $name (pid $pid)"
         fi
         rm -f "$pidfile"
@@ -47,64 +58,121 @@ if [ "${1:-}" = "stop" ]; then
     exit 0
 fi
 
-# Waits (bounded) until a command succeeds: external processes starting up.
-wait_for() {
-    local what="$1"; shift
-    for _ in $(seq 100); do
-        if "$@" >/dev/null 2>&1; then return 0; fi
-        sleep 0.1
+# start_service NAME "PORT_VARIABLES" LOG READY_COMMAND -- COMMAND...
+# Starts COMMAND in its own session (output to LOG), records its PID in
+# $RUN/NAME.pid, then waits up to READY_SECONDS for READY_COMMAND (a shell
+# command) to succeed. If the service exits or never gets ready, prints the
+# end of its log, the addresses it was to listen on with the variables that
+# move them, stops everything started so far and exits 1.
+start_service() {
+    local name=$1 vars=$2 log=$3 ready=$4 var why="" pid=""
+    shift 5
+    # A port something already answers on would pass the readiness check
+    # with the wrong program behind it: refuse before starting.
+    for var in $vars; do
+        if (exec 3<>"/dev/tcp/127.0.0.1/${!var}") 2>/dev/null; then
+            why="not started: another program already listens on 127.0.0.1:${!var} ($var)"
+        fi
     done
-    echo "timed out waiting for $what" >&2
-    return 1
+    if [ -z "$why" ]; then
+        setsid "$@" </dev/null >>"$log" 2>&1 &
+        pid=$!
+        echo "$pid" >"$RUN/$name.pid"
+        echo "started $name (pid $pid), log $log"
+    fi
+    local deadline=$((SECONDS + READY_SECONDS))
+    while [ -z "$why" ]; do
+        if bash -c "$ready" >/dev/null 2>&1 && kill -0 "$pid" 2>/dev/null; then return 0; fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            why="exited before it was ready"
+            break
+        fi
+        if ((SECONDS >= deadline)); then
+            why="was not ready after $READY_SECONDS s (READY_SECONDS=$READY_SECONDS to wait longer)"
+            break
+        fi
+        sleep 0.2
+    done
+    local addresses=() moves=()
+    for var in $vars; do
+        addresses+=("127.0.0.1:${!var} ($var)")
+        moves+=("$var=<free port>")
+    done
+    {
+        echo
+        echo "FAILED: $name $why."
+        if [ -n "$pid" ]; then
+            echo "The end of its log ($log):"
+            tail -n 15 "$log" | sed 's/^/    /'
+        fi
+        local joined
+        joined=$(printf '%s and ' "${addresses[@]}")
+        echo "It listens on ${joined% and }. If another program holds one of these ports"
+        echo "(ss -ltnp shows which), stop that program or move this one, e.g.:"
+        echo "    ${moves[*]} deploy/quickstart.sh"
+        echo "Stopping what this run started:"
+    } >&2
+    stop_all >&2
+    exit 1
 }
 
-say "1/6 system packages"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-need=()
-for pkg in libssl-dev libnghttp2-dev libhiredis-dev redis-server curl python3 pkg-config; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-done
-if [ "${#need[@]}" -gt 0 ]; then
-    echo "installing: ${need[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+if [ -n "${QUICKSTART_BIN:-}" ]; then
+    say "1/6 system packages and 2/6 build: skipped (QUICKSTART_BIN=$QUICKSTART_BIN)"
+    BIN="$QUICKSTART_BIN"
 else
-    echo "all present"
-fi
-if ! command -v swift >/dev/null 2>&1; then
-    cat >&2 <<'EOF'
-Swift 6 is not installed. Debian 12 has no Swift package: install the
-toolchain from swift.org (or the swiftlang/swift Debian 12 image), put its
-usr/bin on PATH, and run this script again.
+    # Checked first: nothing is installed for a run that cannot build.
+    if ! command -v swift >/dev/null 2>&1; then
+        cat >&2 <<'EOF'
+Swift 6 is not installed (no `swift` on PATH). Debian 12 has no Swift package:
+install the toolchain from https://www.swift.org/install/linux/ (or use the
+swiftlang/swift Debian 12 image), put its usr/bin on PATH, check with
+`swift --version`, and run this script again.
 EOF
-    exit 1
-fi
+        exit 1
+    fi
+    say "1/6 system packages"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    need=()
+    for pkg in libssl-dev libnghttp2-dev libhiredis-dev redis-server curl python3 pkg-config; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+    done
+    if [ "${#need[@]}" -gt 0 ]; then
+        echo "installing: ${need[*]}"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+    else
+        echo "all present"
+    fi
 
-say "2/6 build (release)"
-cd "$ROOT"
-swift build -c release --product assertgate 2>&1 | tail -n 1
-swift build -c release --product assertgate-device 2>&1 | tail -n 1
-BIN="$(swift build -c release --show-bin-path)"
+    say "2/6 build (release; about 5-6 minutes the first time on 2 cores, seconds afterwards)"
+    cd "$ROOT"
+    mkdir -p "$RUN"
+    "$ROOT/deploy/swift-build-progress.sh" "$RUN/build-assertgate.log" -c release --product assertgate
+    "$ROOT/deploy/swift-build-progress.sh" "$RUN/build-assertgate-device.log" -c release --product assertgate-device
+    BIN="$(swift build -c release --show-bin-path)"
+fi
 GW="$BIN/assertgate"
 DEVICE="$BIN/assertgate-device"
+for exe in "$GW" "$DEVICE"; do
+    [ -x "$exe" ] || { echo "not found: $exe" >&2; exit 1; }
+done
 
-stop_all
 mkdir -p "$RUN"
+stop_all
 rm -rf "$RUN/device"
+rm -f "$RUN/redis.log" "$RUN/upstream.log" "$RUN/gateway.log"
 
 say "3/6 Redis on 127.0.0.1:$REDIS_PORT and the demo upstream on 127.0.0.1:$UPSTREAM_PORT"
-setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-    --daemonize no --logfile "$RUN/redis.log" </dev/null >/dev/null 2>&1 &
-echo $! >"$RUN/redis.pid"
-wait_for "redis" redis-cli -p "$REDIS_PORT" ping
-setsid python3 "$ROOT/deploy/demo-upstream.py" "$UPSTREAM_PORT" </dev/null >"$RUN/upstream.log" 2>&1 &
-echo $! >"$RUN/upstream.pid"
-wait_for "demo upstream" curl -sf "http://127.0.0.1:$UPSTREAM_PORT/"
+start_service redis REDIS_PORT "$RUN/redis.log" "redis-cli -p $REDIS_PORT ping | grep -q PONG" -- \
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize no
+start_service upstream UPSTREAM_PORT "$RUN/upstream.log" "curl -sf http://127.0.0.1:$UPSTREAM_PORT/" -- \
+    python3 "$ROOT/deploy/demo-upstream.py" "$UPSTREAM_PORT"
 
 say "4/6 test CA for the simulated device, gateway config"
 "$DEVICE" init-ca --state "$RUN/device"
-cat >"$RUN/quickstart.yaml" <<EOF
+CONFIG="$RUN/quickstart.yaml"
+cat >"$CONFIG" <<EOF
 # Written by deploy/quickstart.sh. See deploy/production.yaml for a real setup.
 listeners: [{address: 127.0.0.1:$GATEWAY_PORT}]
 admin: {address: 127.0.0.1:$ADMIN_PORT, token: $ADMIN_TOKEN}
@@ -122,43 +190,63 @@ routes:
   - {match: {prefix: /}, upstream: api, mode: passthrough}
 logging: {level: info, format: text}
 EOF
-"$GW" check-config "$RUN/quickstart.yaml" | tail -n 1
+"$GW" check-config "$CONFIG" | tail -n 1
 
 say "5/6 the gateway on 127.0.0.1:$GATEWAY_PORT (admin 127.0.0.1:$ADMIN_PORT)"
-setsid "$GW" serve --config "$RUN/quickstart.yaml" </dev/null >"$RUN/gateway.log" 2>&1 &
-echo $! >"$RUN/gateway.pid"
-wait_for "gateway readiness" curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz"
+# Ready when /readyz answers: both listeners open and Redis reachable.
+start_service gateway "GATEWAY_PORT ADMIN_PORT" "$RUN/gateway.log" "curl -sf http://127.0.0.1:$ADMIN_PORT/readyz" -- \
+    "$GW" serve --config "$CONFIG"
 
 say "6/6 demo: attest, asserted requests, replay"
 OPTS="--gateway http://127.0.0.1:$GATEWAY_PORT --state $RUN/device"
 echo "\$ assertgate-device attest --user-id alice"
 "$DEVICE" attest --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" --user-id alice
+KEY_ID="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["keyId"].replace("+", "-").replace("/", "_").rstrip("="))' "$RUN/device/state.json")"
 echo
 echo "\$ assertgate-device request POST /api/orders --body '{\"item\":42}'   (the upstream echoes what it received)"
-"$DEVICE" request POST /api/orders --body '{"item":42}' --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device"
+FIRST="$("$DEVICE" request POST /api/orders --body '{"item":42}' --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device")"
+echo "$FIRST"
 echo
 echo "\$ assertgate-device request POST /api/orders --body '{\"item\":42}' --replay   (same assertion again)"
-"$DEVICE" request POST /api/orders --body '{"item":42}' --replay \
-    --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" || true
+REPLAY="$("$DEVICE" request POST /api/orders --body '{"item":42}' --replay \
+    --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" 2>&1 || true)"
+echo "$REPLAY"
 echo
 echo "\$ curl http://127.0.0.1:$GATEWAY_PORT/api/orders   (no assertion: enforce route)"
 curl -s "http://127.0.0.1:$GATEWAY_PORT/api/orders"
 echo
 echo "\$ curl -H 'X-AssertGate-Trust: verified' http://127.0.0.1:$GATEWAY_PORT/api/monitor/x   (spoofed header, monitor route)"
-curl -s -H 'X-AssertGate-Trust: verified' "http://127.0.0.1:$GATEWAY_PORT/api/monitor/x" | grep -i 'x-assertgate' || true
+SPOOFED="$(curl -s -H 'X-AssertGate-Trust: verified' "http://127.0.0.1:$GATEWAY_PORT/api/monitor/x" | grep -i 'x-assertgate' || true)"
+echo "$SPOOFED"
 echo
 echo "\$ curl http://127.0.0.1:$ADMIN_PORT/metrics | grep assertgate_requests_total"
 curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep '^assertgate_requests_total' || true
 
+# The summary reports what this run saw, not what it expected to see.
+TRUST_SEEN="$(grep -o '"X-AssertGate-Trust": "[a-z]*"' <<<"$FIRST" | cut -d'"' -f4 || true)"
+HEADERS_SEEN="$(grep -o '"X-AssertGate-[A-Za-z-]*"' <<<"$FIRST" | tr -d '"' | sed 's/^X-AssertGate-//' | grep -vx 'Trust' | paste -sd, - || true)"
+REPLAY_STATUS="$(grep -m1 -o '^HTTP [0-9]*' <<<"$REPLAY" | cut -d' ' -f2 || true)"
+REPLAY_REASON="$(grep -m1 -o '"reason":"[a-z-]*"' <<<"$REPLAY" | cut -d'"' -f4 || true)"
+SPOOF_SEEN="$(grep -o '"X-AssertGate-Trust": "[a-z]*"' <<<"$SPOOFED" | cut -d'"' -f4 || true)"
 cat <<EOF
+
+What the demo showed:
+  trust headers   the asserted request reached the upstream with X-AssertGate-Trust: ${TRUST_SEEN:-?} and the facts the gateway checked (${HEADERS_SEEN:-none}), signed with trust.signingSecret: believe these, never a client's.
+  replay refusal  sending the same signed request again was refused (HTTP ${REPLAY_STATUS:-?} ${REPLAY_REASON:-?}): every assertion must carry a higher counter, so a captured request cannot be replayed.
+  spoofed header  the client's own X-AssertGate-Trust: verified was removed; the upstream saw the gateway's verdict instead (${SPOOF_SEEN:-?}: no assertion, let through on the monitor route).
 
 AssertGate is running (logs in $RUN/):
   gateway   http://127.0.0.1:$GATEWAY_PORT   (h2c prior knowledge and HTTP/1.1)
   admin     http://127.0.0.1:$ADMIN_PORT     (token: $ADMIN_TOKEN)
+  metrics   http://127.0.0.1:$ADMIN_PORT/metrics
+  config    $CONFIG
   upstream  http://127.0.0.1:$UPSTREAM_PORT   Redis 127.0.0.1:$REDIS_PORT
+Put the commands on your PATH:
+  export PATH="$BIN:\$PATH"
 Try:
-  $DEVICE request GET /api/profile $OPTS
-  $DEVICE load --path /api/profile --connections 4 --streams 8 --duration 5 $OPTS
-  curl -H 'Authorization: Bearer $ADMIN_TOKEN' http://127.0.0.1:$ADMIN_PORT/keys/<keyId>
+  assertgate-device request GET /api/profile $OPTS
+  assertgate-device load --path /api/profile --connections 4 --streams 8 --duration 5 $OPTS
+  curl -H 'Authorization: Bearer $ADMIN_TOKEN' http://127.0.0.1:$ADMIN_PORT/keys/$KEY_ID
+  assertgate check-config $CONFIG
 Stop everything with: deploy/quickstart.sh stop
 EOF

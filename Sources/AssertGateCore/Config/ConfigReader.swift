@@ -54,7 +54,8 @@ final class ConfigReader {
             }
             let name = scalar.string
             guard allowed.contains(name) else {
-                error(at: key, "unknown key '\(name)' \(describe(path))")
+                let hint = KeySuggestion.closest(to: name, in: allowed).map { "; did you mean '\($0)'?" } ?? ""
+                error(at: key, "unknown key '\(name)' \(describe(path))\(hint)")
                 continue
             }
             entries[name] = (key, value)

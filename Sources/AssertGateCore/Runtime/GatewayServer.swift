@@ -100,7 +100,7 @@ public final class GatewayServer: Sendable {
             ports = try await gateway.start()
         } catch {
             await releaseAll()
-            throw StartError(description: "cannot start listeners: \(error)")
+            throw StartError(description: error is ListenerBindError ? "\(error)" : "cannot start listeners: \(error)")
         }
         let serverBox = NIOLockedValueBox<GatewayServer?>(nil)
         let actions = StoreAdminActions(stores: stores, loop: group.next()) {
@@ -127,7 +127,8 @@ public final class GatewayServer: Sendable {
         } catch {
             await gateway.shutdown(deadline: .now())
             await releaseAll()
-            throw StartError(description: "cannot start the admin listener on \(config.admin.address): \(error)")
+            throw StartError(
+                description: "admin listener: \(ListenerBindError(address: config.admin.address, underlying: error))")
         }
         let server = GatewayServer(
             configPath: configPath, ports: ports, adminPort: admin.port, metrics: metrics, gateway: gateway,

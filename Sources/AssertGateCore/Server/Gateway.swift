@@ -91,7 +91,12 @@ public final class Gateway: Sendable {
                 // or key fails `start()` with a typed error naming the file.
                 let tls = try listener.tls.map { try TLSServerContext(config: $0) }
                 let live = NIOLockedValueBox(LiveListener(listener, tls: tls))
-                let channel = try await bind(listener, live: live)
+                let channel: any Channel
+                do {
+                    channel = try await bind(listener, live: live)
+                } catch {
+                    throw ListenerBindError(address: listener.address, underlying: error)
+                }
                 channels.append(channel)
                 bound.append((listener, live))
                 ports.append(channel.localAddress?.port ?? listener.address.port)

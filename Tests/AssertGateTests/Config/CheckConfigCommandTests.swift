@@ -84,7 +84,7 @@ import Testing
         let result = try Subprocess.run(try Self.binary(), ["check-config", path])
         #expect(result.status == 1)
         #expect(result.stderr.split(separator: "\n") == [
-            "\(path):5: unknown key 'mdoe' in routes[0]",
+            "\(path):5: unknown key 'mdoe' in routes[0]; did you mean 'mode'?",
             "\(path):5: missing required key 'mode' in routes[0]",
         ])
         #expect(result.stdout.isEmpty)

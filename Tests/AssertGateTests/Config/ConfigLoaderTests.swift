@@ -302,7 +302,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             """
         #expect(errors(yaml) == [
             "config.yaml:8: missing required key 'mode' in routes[1]",
-            "config.yaml:10: unknown key 'mdoe' in routes[1]",
+            "config.yaml:10: unknown key 'mdoe' in routes[1]; did you mean 'mode'?",
         ])
     }
 
@@ -316,9 +316,9 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
 
             """
         #expect(errors(yaml) == [
-            "config.yaml:8: unknown key 'lmits' at top level",
-            "config.yaml:9: unknown key 'adress' in admin",
-            "config.yaml:10: unknown key 'keyid' in attestation.headers",
+            "config.yaml:8: unknown key 'lmits' at top level; did you mean 'limits'?",
+            "config.yaml:9: unknown key 'adress' in admin; did you mean 'address'?",
+            "config.yaml:10: unknown key 'keyid' in attestation.headers; did you mean 'keyId'?",
             "config.yaml:11: unknown key 'prefix' in trust",
             "config.yaml:12: unknown key 'colour' in logging",
         ])
@@ -326,7 +326,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             .replacingOccurrences(of: "{memory: {}}", with: "{redis: {url: \"redis://h:1/0\", timeout: 1s}}")
         #expect(errors(nested) == [
             "config.yaml:3: unknown key 'timeout' in store.redis",
-            "config.yaml:6: unknown key 'method' in routes[0].match",
+            "config.yaml:6: unknown key 'method' in routes[0].match; did you mean 'methods'?",
         ])
     }
 
@@ -364,7 +364,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(errs.contains("config.yaml:8: attestation.clockSkew: unknown duration unit 'd' in '1d' (use ms, s, m, h)"))
         #expect(errs.contains("config.yaml:10: limits.maxHeaderListBytes: unknown size unit 'KB' in '64KB' (use B, KiB, MiB, GiB)"))
         #expect(errs.contains("config.yaml:10: limits.maxRequestBodyBytes: invalid size '-1' (expected e.g. 64KiB, 8MiB or a number of bytes)"))
-        #expect(errs.contains("config.yaml:9: unknown key 'store2' at top level"))
+        #expect(errs.contains("config.yaml:9: unknown key 'store2' at top level; did you mean 'store'?"))
         #expect(errs.count == 6)
         let zero = minimalYAML + "attestation: {challengeTTL: 0s}\n"
         #expect(errors(zero) == ["config.yaml:8: attestation.challengeTTL: must be greater than 0"])
@@ -757,9 +757,126 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         let broken = "listeners: [{address: 127.0.0.1:8080}\napps: x\n"
         let errs = errors(broken)
         #expect(errs.count == 1)
-        #expect(errs.first?.hasPrefix("config.yaml:2: YAML syntax error") == true)
+        #expect(errs.first?.hasPrefix("config.yaml:2:") == true)
+        #expect(errs.first?.contains(": YAML syntax error") == true)
+        // The repeat is the line to fix; the first occurrence is named beside it.
         let dup = minimalYAML + "logging: {level: info}\nlogging: {level: debug}\n"
-        #expect(errors(dup) == ["config.yaml:8: duplicate key 'logging' in a mapping"])
+        #expect(errors(dup) == ["config.yaml:9: duplicate key 'logging' (first at line 8)"])
+    }
+
+    @Test func aTabIsNamedWithItsLineAndColumn() {
+        let yaml = """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps:
+            \t- {appId: ABCDE12345.com.example.app}
+            """
+        let errs = errors(yaml)
+        #expect(errs.count == 1)
+        let line = errs.first ?? ""
+        #expect(line.hasPrefix("config.yaml:3:1: YAML syntax error: "), "\(line)")
+        #expect(line.hasSuffix("(the character there is a tab: YAML indents with spaces only, replace it with spaces)"), "\(line)")
+        // A tab further along a line: the column counts characters from 1.
+        let inner = "listeners: [{address: 127.0.0.1:8080}]\nstore:\n  memory: {}\n  \tredis: {}\n"
+        let innerErrs = errors(inner)
+        #expect(innerErrs.count == 1)
+        #expect(innerErrs.first?.hasPrefix("config.yaml:4:3: YAML syntax error: ") == true, "\(innerErrs)")
+        #expect(innerErrs.first?.contains("the character there is a tab") == true, "\(innerErrs)")
+    }
+
+    @Test func otherOffendingCharactersAreNamed() {
+        // '@' cannot start a plain scalar; a stray control character is invisible.
+        let at = errors("listeners: [{address: 127.0.0.1:8080}]\nlogging: {level: @info}\n")
+        #expect(at.count == 1)
+        #expect(at.first?.hasPrefix("config.yaml:2:18: YAML syntax error: ") == true, "\(at)")
+        #expect(at.first?.hasSuffix("(the character there is '@')") == true, "\(at)")
+    }
+
+    @Test func duplicateKeysAreReportedOnTheLineOfTheRepeat() {
+        let nested = """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps: [{appId: ABCDE12345.com.example.app}]
+            store: {memory: {}}
+            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            routes:
+              - match: {prefix: /api/}
+                upstream: api
+                # a comment between them
+                mode: enforce
+                upstream: other
+              - {match: {prefix: /}, upstream: api, mode: passthrough}
+            """
+        #expect(errors(nested) == ["config.yaml:10: duplicate key 'upstream' (first at line 7)"])
+        let flow = """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps: [{appId: ABCDE12345.com.example.app}]
+            store: {memory: {}}
+            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            routes:
+              - {match: {prefix: /}, upstream: api,
+                 mode: passthrough, mode: enforce}
+            """
+        #expect(errors(flow) == ["config.yaml:7: duplicate key 'mode' (first at line 7)"])
+    }
+
+    @Test func duplicateKeyLinesStayInsideTheFile() {
+        // Odd spellings must still give a line of the file (the repeat's, or the first's).
+        let variants = [
+            "a: 1\na: 2\n",
+            "a: 1\r\na: 2\r\n",
+            "\"a\": 1\n'a': 2\n",
+            "{a: 1, a: 2}",
+            "{a: 1,\n a: 2}\n",
+            "x:\n  - {a: 1, b: {a: 3}, a: 2}\n",
+            "x:\n  y: 1\n  # y: 0\n\n  y: 2\n",
+            "é: 1\né: 2\n",
+            "? a\n: 1\n? a\n: 2\n",
+            "- &k a: 1\n  *k : 2\n",
+        ]
+        for yaml in variants {
+            let lineCount = yaml.split(separator: "\n", omittingEmptySubsequences: false).count
+            let errs: [ConfigDiagnostic]
+            do {
+                _ = try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml")
+                errs = []
+            } catch {
+                errs = error.diagnostics
+            }
+            #expect(!errs.isEmpty, "\(yaml.debugDescription)")
+            for e in errs {
+                #expect((1...lineCount).contains(e.line ?? 0), "\(yaml.debugDescription): \(e)")
+            }
+        }
+        #expect(errors("x:\n  y: 1\n  # y: 0\n\n  y: 2\n") == ["config.yaml:5: duplicate key 'y' (first at line 2)"])
+    }
+
+    @Test func unknownKeysSuggestTheNearestKnownOne() {
+        let yaml = minimalYAML + """
+            lmits: {}
+            admin: {adress: 127.0.0.1:1, tokn: x}
+            attestation: {headers: {keyid: X}}
+            logging: {format: json, frobnicate: true}
+
+            """
+        #expect(errors(yaml) == [
+            "config.yaml:8: unknown key 'lmits' at top level; did you mean 'limits'?",
+            "config.yaml:9: unknown key 'adress' in admin; did you mean 'address'?",
+            "config.yaml:9: unknown key 'tokn' in admin; did you mean 'token'?",
+            "config.yaml:10: unknown key 'keyid' in attestation.headers; did you mean 'keyId'?",
+            "config.yaml:11: unknown key 'frobnicate' in logging",
+        ])
+    }
+
+    @Test func editDistanceCountsASwapAsOneEdit() {
+        #expect(KeySuggestion.distance("mdoe", "mode") == 1)
+        #expect(KeySuggestion.distance("adress", "address") == 1)
+        #expect(KeySuggestion.distance("", "mode") == 4)
+        #expect(KeySuggestion.distance("mode", "mode") == 0)
+        #expect(KeySuggestion.distance("kitten", "sitting") == 3)
+        #expect(KeySuggestion.closest(to: "mdoe", in: ["mode", "match", "upstream"]) == "mode")
+        // Short keys get one edit at most: "xy" is not a typo of "ab".
+        #expect(KeySuggestion.closest(to: "xy", in: ["ab", "mode"]) == nil)
+        #expect(KeySuggestion.closest(to: "colour", in: ["color", "level"]) == "color")
+        #expect(KeySuggestion.closest(to: "zzzzzz", in: ["color", "level"]) == nil)
     }
 
     @Test func aliasBombIsBounded() {
