@@ -57,7 +57,9 @@ import Verifier
     }
 
     @Test func unknownKeysNamesAndValuesAreErrors() {
-        #expect(Self.errors(Self.yaml(app: "{require: {minVersion: 2}}")) == ["config.yaml:3: unknown key 'minVersion' in apps[0].rules.require"])
+        #expect(Self.errors(Self.yaml(app: "{require: {minVersion: 2}}")) == [
+            "config.yaml:3: unknown key 'minVersion' in apps[0].rules.require; did you mean 'minAppVersion'?"
+        ])
         #expect(Self.errors(Self.yaml(app: "{deny: {}}")) == ["config.yaml:3: unknown key 'deny' in apps[0].rules"])
         let names = "invalid, platform, testflight, development, app-store, enterprise, developer-id, local-signing, rosetta, oop-jit, none"
         #expect(Self.errors(Self.yaml(app: "{flag: {launchCategories: [appstore, -1]}}")) == [
