@@ -86,6 +86,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
+        .executableTarget(name: "rules-bench", dependencies: ["AssertGateCore", "Verifier"], swiftSettings: strict),
         .executableTarget(
             name: "store-bench",
             dependencies: [

@@ -303,6 +303,14 @@ func fuzzValueParsers(_ bytes: [UInt8]) {
         _ = url
     }
     _ = RedisURL.redacted(text)
+    // A bundle version from an assertion against a rule's minimum (risk.md
+    // §6.2): the order must be total and antisymmetric on any text.
+    if let dot = text.firstIndex(of: "|") {
+        let a = AppVersion(String(text[..<dot]))
+        let b = AppVersion(String(text[text.index(after: dot)...]))
+        check(!(a < b && b < a), "app versions \(a) and \(b) are each below the other")
+        check((a < b) || (b < a) || a == b, "app versions \(a) and \(b) are unordered")
+    }
 }
 
 /// What feeding a response gave: compared between one read and many.

@@ -24,7 +24,15 @@ public func verifierFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int)
     _ = try? CBORDecoder(limits: .attestation).decode(bytes)
     _ = try? CBORDecoder(limits: .assertion).decodePrefix(bytes, range: 0..<bytes.count)
     _ = try? AuthenticatorData.parseAttestation(bytes)
-    _ = try? AuthenticatorData.parseAssertion(bytes)
+    if let assertion = try? AuthenticatorData.parseAssertion(bytes) {
+        fuzzSignals(assertion.extensions)
+    }
+    // The extension map on its own, as it follows the 37 fixed bytes of an
+    // asserted request's authenticator data (risk.md §1).
+    if let map = try? AuthenticatorExtensions.parse(bytes, range: 0..<bytes.count) {
+        fuzzSignals(map)
+    }
+    _ = KeyPolicy.classify(aclBlob: bytes)
     if let parsed = try? ParsedAssertion.parse(bytes), let key = fuzzKey {
         _ = try? parsed.verify(
             publicKey: key, appId: "6MURL8TA57.de.vincent-haupert.apple-appattest-poc",
@@ -43,4 +51,16 @@ public func verifierFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int)
         _ = try? P256PublicKey(spki: bytes)
     }
     return 0
+}
+
+/// Invariants of the signals read from an extension map: a category is
+/// either decoded or named malformed, never both; a kept bundle version is
+/// within its bound.
+private func fuzzSignals(_ extensions: AuthenticatorExtensions) {
+    let categoryMalformed = extensions.malformedKeys.contains(AuthenticatorExtensions.validationCategoryKey)
+    if extensions.launchCategory != nil && categoryMalformed { fatalError("category both decoded and malformed") }
+    if let category = extensions.launchCategory { _ = LaunchCategory.name(category) }
+    if let version = extensions.bundleVersion, version.utf8.count > AuthenticatorExtensions.maxBundleVersionBytes {
+        fatalError("bundle version over its bound kept")
+    }
 }

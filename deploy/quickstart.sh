@@ -176,7 +176,8 @@ cat >"$CONFIG" <<EOF
 # Written by deploy/quickstart.sh. See deploy/production.yaml for a real setup.
 listeners: [{address: 127.0.0.1:$GATEWAY_PORT}]
 admin: {address: 127.0.0.1:$ADMIN_PORT, token: $ADMIN_TOKEN}
-apps: [{appId: $APP_ID, environments: [development]}]
+# Risk rules (README "Risk rules"): builds older than 2.0 are flagged to the upstream...
+apps: [{appId: $APP_ID, environments: [development], rules: {flag: {minAppVersion: "2.0"}}}]
 attestation:
   # The simulated device's test CA replaces Apple's roots (demo only!).
   trustAnchors: [$RUN/device/ca/root.cert.pem]
@@ -185,6 +186,8 @@ store: {redis: {url: "redis://127.0.0.1:$REDIS_PORT/0"}}
 trust: {signingSecret: quickstart-signing-secret}
 upstreams: {api: {endpoints: [http://127.0.0.1:$UPSTREAM_PORT]}}
 routes:
+  # ...and payments take App Store builds only.
+  - {match: {prefix: /api/payments/}, upstream: api, mode: enforce, rules: {require: {launchCategories: [app-store]}}}
   - {match: {prefix: /api/monitor/}, upstream: api, mode: monitor}
   - {match: {prefix: /api/}, upstream: api, mode: enforce}
   - {match: {prefix: /}, upstream: api, mode: passthrough}
@@ -197,10 +200,11 @@ say "5/6 the gateway on 127.0.0.1:$GATEWAY_PORT (admin 127.0.0.1:$ADMIN_PORT)"
 start_service gateway "GATEWAY_PORT ADMIN_PORT" "$RUN/gateway.log" "curl -sf http://127.0.0.1:$ADMIN_PORT/readyz" -- \
     "$GW" serve --config "$CONFIG"
 
-say "6/6 demo: attest, asserted requests, replay"
+say "6/6 demo: attest, asserted requests, replay, risk rules"
 OPTS="--gateway http://127.0.0.1:$GATEWAY_PORT --state $RUN/device"
-echo "\$ assertgate-device attest --user-id alice"
-"$DEVICE" attest --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" --user-id alice
+echo "\$ assertgate-device attest --user-id alice --launch-category testflight --bundle-version 1.4   (an iOS 27 TestFlight build 1.4)"
+"$DEVICE" attest --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" --user-id alice \
+    --launch-category testflight --bundle-version 1.4
 KEY_ID="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["keyId"].replace("+", "-").replace("/", "_").rstrip("="))' "$RUN/device/state.json")"
 echo
 echo "\$ assertgate-device request POST /api/orders --body '{\"item\":42}'   (the upstream echoes what it received)"
@@ -211,6 +215,11 @@ echo "\$ assertgate-device request POST /api/orders --body '{\"item\":42}' --rep
 REPLAY="$("$DEVICE" request POST /api/orders --body '{"item":42}' --replay \
     --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" 2>&1 || true)"
 echo "$REPLAY"
+echo
+echo "\$ assertgate-device request POST /api/payments/checkout --body '{\"item\":42}'   (require rule: App Store builds only)"
+PAYMENT="$("$DEVICE" request POST /api/payments/checkout --body '{"item":42}' \
+    --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" 2>&1 || true)"
+echo "$PAYMENT"
 echo
 echo "\$ curl http://127.0.0.1:$GATEWAY_PORT/api/orders   (no assertion: enforce route)"
 curl -s "http://127.0.0.1:$GATEWAY_PORT/api/orders"
@@ -228,12 +237,18 @@ HEADERS_SEEN="$(grep -o '"X-AssertGate-[A-Za-z-]*"' <<<"$FIRST" | tr -d '"' | se
 REPLAY_STATUS="$(grep -m1 -o '^HTTP [0-9]*' <<<"$REPLAY" | cut -d' ' -f2 || true)"
 REPLAY_REASON="$(grep -m1 -o '"reason":"[a-z-]*"' <<<"$REPLAY" | cut -d'"' -f4 || true)"
 SPOOF_SEEN="$(grep -o '"X-AssertGate-Trust": "[a-z]*"' <<<"$SPOOFED" | cut -d'"' -f4 || true)"
+FLAGS_SEEN="$(grep -o '"X-AssertGate-Flags": "[a-z, -]*"' <<<"$FIRST" | cut -d'"' -f4 || true)"
+CATEGORY_SEEN="$(grep -o '"X-AssertGate-Launch-Category": "[a-z0-9-]*"' <<<"$FIRST" | cut -d'"' -f4 || true)"
+PAYMENT_STATUS="$(grep -m1 -o '^HTTP [0-9]*' <<<"$PAYMENT" | cut -d' ' -f2 || true)"
+PAYMENT_REASON="$(grep -m1 -o '"reason":"[a-z-]*"' <<<"$PAYMENT" | cut -d'"' -f4 || true)"
 cat <<EOF
 
 What the demo showed:
   trust headers   the asserted request reached the upstream with X-AssertGate-Trust: ${TRUST_SEEN:-?} and the facts the gateway checked (${HEADERS_SEEN:-none}), signed with trust.signingSecret: believe these, never a client's.
   replay refusal  sending the same signed request again was refused (HTTP ${REPLAY_STATUS:-?} ${REPLAY_REASON:-?}): every assertion must carry a higher counter, so a captured request cannot be replayed.
   spoofed header  the client's own X-AssertGate-Trust: verified was removed; the upstream saw the gateway's verdict instead (${SPOOF_SEEN:-?}: no assertion, let through on the monitor route).
+  flag rule       the app's flag.minAppVersion "2.0" let the build 1.4 (launch category ${CATEGORY_SEEN:-?}) through, telling the upstream X-AssertGate-Flags: ${FLAGS_SEEN:-none}.
+  require rule    the payments route's require.launchCategories [app-store] refused the TestFlight build (HTTP ${PAYMENT_STATUS:-?} ${PAYMENT_REASON:-?}).
 
 AssertGate is running (logs in $RUN/):
   gateway   http://127.0.0.1:$GATEWAY_PORT   (h2c prior knowledge and HTTP/1.1)

@@ -36,7 +36,8 @@ struct CheckConfigCommand: ParsableCommand {
             throw ExitCode(1)
         }
         print(ConfigSummary.render(config), terminator: "")
-        for warning in config.warnings { print("warning: \(warning)") }
+        // risk.md §6.19: warnings on standard error, one per line.
+        for warning in config.warnings { writeStderr("warning: \(warning)\n") }
         print("\(file): OK")
     }
 }

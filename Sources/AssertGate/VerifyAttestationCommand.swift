@@ -66,6 +66,7 @@ struct VerifyAttestationCommand: ParsableCommand {
             json["counter"] = .int(Int64(result.counter))
             json["extensions"] = OfflineCLI.json(result.extensions)
             json["aclBlob"] = result.aclBlob.map { .string(Hex.encode($0)) } ?? .null
+            json["keyPolicy"] = result.keyPolicy.map { .string($0.rawValue) } ?? .null
             json["receipt"] = OfflineCLI.json(result.receipt)
             print(json.serialized)
         } catch {
@@ -151,6 +152,10 @@ enum OfflineCLI {
         var json = JSONObject()
         json["bundleVersion"] = extensions.bundleVersion.map { .string($0) } ?? .null
         json["validationCategory"] = extensions.validationCategory.map { .string(Hex.encode($0)) } ?? .null
+        // risk.md §1: the category as a number and its name; bad values are named, not fatal.
+        json["launchCategory"] = extensions.launchCategory.map { .int(Int64($0)) } ?? .null
+        json["launchCategoryName"] = extensions.launchCategory.map { .string(LaunchCategory.name($0)) } ?? .null
+        json["malformed"] = .array(extensions.malformedKeys.map { .string($0) })
         json["raw"] = .string(Hex.encode(extensions.raw))
         return .object(json)
     }
@@ -192,6 +197,7 @@ indirect enum JSONValue {
     case bool(Bool)
     case null
     case object(JSONObject)
+    case array([JSONValue])
 
     var serialized: String {
         switch self {
@@ -201,6 +207,8 @@ indirect enum JSONValue {
         case .null: return "null"
         case .object(let o):
             return "{" + o.entries.map { Self.quote($0.0) + ":" + $0.1.serialized }.joined(separator: ",") + "}"
+        case .array(let items):
+            return "[" + items.map(\.serialized).joined(separator: ",") + "]"
         }
     }
 

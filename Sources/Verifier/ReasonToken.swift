@@ -30,8 +30,14 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     case credentialIdMismatch = "credential-id-mismatch"
     case credentialKeyMismatch = "credential-key-mismatch"
     case receiptInvalid = "receipt-invalid"
+    // 403, risk rules (risk.md §2, §5)
+    case launchCategoryNotAllowed = "launch-category-not-allowed"
+    case appVersionTooOld = "app-version-too-old"
+    case keyPolicyNotAllowed = "key-policy-not-allowed"
+    case tooManyKeys = "too-many-keys"
     // 404, 405, 408, 409, 413, 429, 431
     case noRoute = "no-route"
+    case unknownUser = "unknown-user"
     case methodNotAllowed = "method-not-allowed"
     case requestTimeout = "request-timeout"
     case keyExists = "key-exists"
@@ -55,9 +61,10 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
         case .badSignature, .appIdMismatch, .revokedKey, .unknownChallenge, .counterReplay,
             .riskTooHigh, .certChainInvalid, .nonceMismatch, .keyIdMismatch, .counterNotZero,
             .aaguidMismatch, .environmentNotAllowed, .credentialIdMismatch,
-            .credentialKeyMismatch, .receiptInvalid:
+            .credentialKeyMismatch, .receiptInvalid, .launchCategoryNotAllowed, .appVersionTooOld,
+            .keyPolicyNotAllowed, .tooManyKeys:
             return 403
-        case .noRoute: return 404
+        case .noRoute, .unknownUser: return 404
         case .methodNotAllowed: return 405
         case .requestTimeout: return 408
         case .keyExists: return 409
@@ -98,6 +105,11 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
         case .credentialIdMismatch: return "Credential ID mismatch"
         case .credentialKeyMismatch: return "Credential key mismatch"
         case .receiptInvalid: return "Receipt invalid"
+        case .launchCategoryNotAllowed: return "Launch category not allowed"
+        case .appVersionTooOld: return "App version too old"
+        case .keyPolicyNotAllowed: return "Key policy not allowed"
+        case .tooManyKeys: return "Too many keys for this user"
+        case .unknownUser: return "Unknown user"
         case .noRoute: return "No route"
         case .methodNotAllowed: return "Method not allowed"
         case .requestTimeout: return "Request body too slow"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DeviceClient
+import DeviceSim
 import Foundation
 import NIOPosix
 
@@ -13,11 +14,18 @@ struct AttestCommand: AsyncParsableCommand {
     @Option(help: "Opaque user id bound to the key (protocol.md §3).")
     var userId: String?
 
+    @OptionGroup(title: "Signals in the attestation") var signals: SignalOptions
+
+    @Option(help: "Key access policy in the credential certificate: macos-full-security or other (default: none).")
+    var keyPolicy: SimKeyPolicy?
+
     func run() async throws {
         let url = try options.gatewayURL()
         let store = DeviceStateStore(directory: options.state)
         let cas = try DeviceCAs.loadOrCreate(directory: options.caDirectory)
-        let device = try cas.makeDevice(appId: options.appId, environment: options.environment)
+        let device = try cas.makeDevice(
+            appId: options.appId, environment: options.environment,
+            attestationOptions: AttestationOptions(extensions: try signals.extensions(), aclBlob: keyPolicy?.aclBlob))
 
         let client = HTTP2Client(target: url, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
         defer { _ = client.shutdown() }

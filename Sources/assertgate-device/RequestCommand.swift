@@ -43,6 +43,9 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(name: .customLong("http1.1"), help: "Use HTTP/1.1 instead of HTTP/2.")
     var http1 = false
 
+    @OptionGroup(title: "Signals in the assertion (the running app's; they win over the attestation's)")
+    var signals: SignalOptions
+
     func validate() throws {
         if body != nil && bodyFile != nil { throw ValidationError("--body and --body-file exclude each other") }
         for header in headers where !header.contains(":") {
@@ -87,7 +90,8 @@ struct RequestCommand: AsyncParsableCommand {
                 var saved = try store.load()
                 let cas = try DeviceCAs.loadOrCreate(directory: options.caDirectory)
                 let device = try cas.loadDevice(
-                    path: store.keyPath, appId: saved.appId, environment: saved.environment)
+                    path: store.keyPath, appId: saved.appId, environment: saved.environment,
+                    assertionExtensions: try signals.extensions())
                 var challengeValue: String?
                 if challenge {
                     let api = GatewayAPI(requester: requester, authority: url.authority, prefix: options.prefix)

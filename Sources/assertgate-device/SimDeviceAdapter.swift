@@ -7,11 +7,20 @@ final class SimDeviceAdapter: AppAttestDevice {
     let device: SimDevice
     let appId: String
     let environment: AttestationEnvironment
+    /// Signals and key policy written into attestations.
+    let attestationOptions: AttestationOptions
+    /// The extension map appended to every assertion (nil = none).
+    let assertionExtensions: AuthenticatorExtensions?
 
-    init(device: SimDevice, appId: String, environment: AttestationEnvironment) {
+    init(
+        device: SimDevice, appId: String, environment: AttestationEnvironment,
+        attestationOptions: AttestationOptions = AttestationOptions(), assertionExtensions: AuthenticatorExtensions? = nil
+    ) {
         self.device = device
         self.appId = appId
         self.environment = environment
+        self.attestationOptions = attestationOptions
+        self.assertionExtensions = assertionExtensions
     }
 
     var keyId: [UInt8] { device.keyId }
@@ -19,11 +28,11 @@ final class SimDeviceAdapter: AppAttestDevice {
     func attestation(clientDataHash: [UInt8]) throws -> [UInt8] {
         try device.attest(
             clientDataHash: clientDataHash, appId: appId, environment: environment,
-            at: Int64(Date().timeIntervalSince1970))
+            at: Int64(Date().timeIntervalSince1970), options: attestationOptions)
     }
 
     func assertion(clientDataHash: [UInt8], counter: UInt32) throws -> [UInt8] {
-        try device.assert(clientDataHash: clientDataHash, appId: appId, counter: counter)
+        try device.assert(clientDataHash: clientDataHash, appId: appId, counter: counter, extensions: assertionExtensions)
     }
 
     func save(to path: String) throws {
@@ -56,15 +65,20 @@ struct DeviceCAs: Sendable {
         return cas
     }
 
-    func makeDevice(appId: String, environment: DeviceEnvironment) throws -> SimDeviceAdapter {
+    func makeDevice(
+        appId: String, environment: DeviceEnvironment, attestationOptions: AttestationOptions = AttestationOptions()
+    ) throws -> SimDeviceAdapter {
         SimDeviceAdapter(
-            device: try SimDevice(ca: ca, receiptCA: receiptCA), appId: appId, environment: environment.simulated)
+            device: try SimDevice(ca: ca, receiptCA: receiptCA), appId: appId, environment: environment.simulated,
+            attestationOptions: attestationOptions)
     }
 
-    func loadDevice(path: String, appId: String, environment: DeviceEnvironment) throws -> SimDeviceAdapter {
+    func loadDevice(
+        path: String, appId: String, environment: DeviceEnvironment, assertionExtensions: AuthenticatorExtensions? = nil
+    ) throws -> SimDeviceAdapter {
         SimDeviceAdapter(
             device: try SimDevice.load(path: path, ca: ca, receiptCA: receiptCA), appId: appId,
-            environment: environment.simulated)
+            environment: environment.simulated, assertionExtensions: assertionExtensions)
     }
 
     func factory(appId: String, environment: DeviceEnvironment) -> AppAttestDeviceFactory {

@@ -123,7 +123,7 @@ struct AttestationTests {
         #expect(parsed.flags & 0x80 == 0)
         #expect(parsed.extensions?["apple_bundle_version_01"] == .text("1"))
         #expect(parsed.extensions?["apple_validation_category_01"] == .bytes([1, 0, 0, 0]))
-        #expect(OpenSSLChecks.extensionValue(parsed.x5c[0], oid: "1.2.840.113635.100.8.6") == [0x04, 0x02, 0xde, 0xad])
+        #expect(OpenSSLChecks.extensionValue(parsed.x5c[0], oid: "1.2.840.113635.100.8.6") == [0xde, 0xad])
         #expect(ReferenceChecks.attestationFailure(object, keyId: device.keyId, fixture: fixture) == nil)
     }
 

@@ -51,13 +51,16 @@ import Verifier
         let ext = TestCBOR.map([(.text("apple_validation_category_01"), .bytes([1, 0, 0, 0]))]).encoded
         let withExt = try AuthenticatorData.parseAssertion(Self.header + ext)
         #expect(withExt.extensions.validationCategory == [1, 0, 0, 0])
+        #expect(withExt.extensions.launchCategory == 1)
+        #expect(withExt.extensions.malformedKeys.isEmpty)
         #expect(throws: AuthDataError.tooShort(length: 36, needed: 37)) {
             try AuthenticatorData.parseAssertion(Array(Self.header.prefix(36)))
         }
-        #expect(throws: AuthDataError.extensionType(key: "apple_bundle_version_01")) {
-            try AuthenticatorData.parseAssertion(
-                Self.header + TestCBOR.map([(.text("apple_bundle_version_01"), .uint(1))]).encoded)
-        }
+        // A known key of the wrong type is absent and named, never a failure (risk.md §1).
+        let badVersion = try AuthenticatorData.parseAssertion(
+            Self.header + TestCBOR.map([(.text("apple_bundle_version_01"), .uint(1))]).encoded)
+        #expect(badVersion.extensions.bundleVersion == nil)
+        #expect(badVersion.extensions.malformedKeys == ["apple_bundle_version_01"])
         #expect(throws: AuthDataError.extensions(.trailingBytes(offset: 38, count: 1))) {
             try AuthenticatorData.parseAssertion(Self.header + [0xa0, 0x00])
         }

@@ -51,6 +51,28 @@ import Verifier
         #expect(verified.receipt.kind == .attest)
     }
 
+    /// risk.md §1: the category as a CBOR integer verifies (it failed whole
+    /// before); DeviceSim's macOS policy bytes, written independently, are
+    /// classified `macos-full-security`, any other policy `other`.
+    @Test func signalsOfBothCategoryFormsAndKeyPolicies() throws {
+        let f = try Self.fixture()
+        let cases: [(DeviceSim.AuthenticatorExtensions, SimKeyPolicy?, UInt32?, KeyPolicy?)] = [
+            (.launch(category: 4, asInteger: true, bundleVersion: "2.1"), .macosFullSecurity, 4, .macosFullSecurity),
+            (.launch(category: 2, bundleVersion: "2.1"), .other, 2, .other),
+            (DeviceSim.AuthenticatorExtensions(bundleVersion: "2.1", validationCategory: [2, 0]), nil, nil, nil),
+        ]
+        for (extensions, policy, category, keyPolicy) in cases {
+            let object = try f.device.attest(
+                clientDataHash: Self.clientDataHash, appId: Self.appId, at: Self.at,
+                options: AttestationOptions(extensions: extensions, aclBlob: policy?.aclBlob))
+            let verified = try Self.verify(f, object).get()
+            #expect(verified.extensions.launchCategory == category)
+            #expect(verified.extensions.bundleVersion == "2.1")
+            #expect(verified.keyPolicy == keyPolicy)
+        }
+        #expect(SimKeyPolicy.macOSFullSecurityBytes == KeyPolicy.macOSFullSecurityBytes)
+    }
+
     @Test(arguments: AttestationMutation.allCases)
     func attestationMutationFailsWithItsReason(mutation: AttestationMutation) throws {
         let f = try Self.fixture()

@@ -39,6 +39,10 @@ import Verifier
         #expect(result.extensions.validationCategory == [0x01, 0x00, 0x00, 0x00])
         #expect(result.extensions.entries.count == 2)
         #expect(result.aclBlob != nil)
+        // risk.md §1: category 1 is `platform`; an iOS key's policy is `other`.
+        #expect(result.extensions.launchCategory == 1)
+        #expect(LaunchCategory.name(try #require(result.extensions.launchCategory)) == "platform")
+        #expect(result.keyPolicy == .other)
         #expect(result.receipt.clientHash == Array("example_server_challenge".utf8))
         #expect(result.receipt.creationTime.text == "2026-04-21T18:13:12.153Z")
         #expect(result.receipt.expirationTime?.text.hasPrefix("2026-07-20") == true)

@@ -8,6 +8,16 @@ public protocol AdminActions: Sendable {
     func revoke(keyId: String) async throws -> KeyRecord?
     /// Same as SIGHUP: load and validate the file, swap it in, keep the old one on failure.
     func reload() async -> Result<Void, AdminReloadError>
+    /// The records of every key attested with `userId`, or nil when none was (`404 unknown-user`).
+    func userKeys(userId: String) async throws -> [KeyRecord]?
+    /// Revokes every key of `userId`; the records after revocation, or nil when unknown.
+    func revokeUser(userId: String) async throws -> [KeyRecord]?
+}
+
+extension AdminActions {
+    /// Actions without user endpoints (test doubles): every user is unknown.
+    public func userKeys(userId: String) async throws -> [KeyRecord]? { nil }
+    public func revokeUser(userId: String) async throws -> [KeyRecord]? { nil }
 }
 
 /// A failed reload; `message` is shown to the operator (config errors, one per line).

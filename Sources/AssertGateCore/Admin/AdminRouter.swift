@@ -102,6 +102,8 @@ public final class AdminRouter: Sendable {
                 logger.error("admin key action failed", metadata: ["requestId": "\(requestId)", "error": "\(error)"])
                 return problem(.storeUnavailable, requestId)
             }
+        case let s where s.count == 3 && s[0] == "users" && (s[2] == "keys" || s[2] == "revoke"):
+            return await userAction(revoke: s[2] == "revoke", component: s[1], request, requestId, isRead: isRead)
         case ["reload"]:
             guard let actions, let expected = token.withLock({ $0 }) else { return problem(.noRoute, requestId) }
             guard authorized(request.authorization, expected) else { return unauthorized(requestId) }
@@ -116,6 +118,40 @@ public final class AdminRouter: Sendable {
             }
         default:
             return problem(.noRoute, requestId)
+        }
+    }
+
+    /// `GET /users/{userId}/keys`, `POST /users/{userId}/revoke` (risk.md §2,
+    /// §6.13): `{"userId", "keys": [records]}`, or `404 unknown-user`.
+    private func userAction(
+        revoke: Bool, component: Substring, _ request: AdminRequest, _ requestId: String, isRead: Bool
+    ) async -> AdminResponse {
+        guard let actions, let expected = token.withLock({ $0 }) else { return problem(.noRoute, requestId) }
+        guard authorized(request.authorization, expected) else { return unauthorized(requestId) }
+        if revoke && request.method != "POST" { return methodNotAllowed("POST", requestId) }
+        if !revoke && !isRead { return methodNotAllowed("GET, HEAD", requestId) }
+        guard let userId = AdminUserId.decode(pathComponent: component) else {
+            return problem(.malformedRequest, requestId, detail: "userId must be 1-256 bytes of UTF-8, percent-encoded")
+        }
+        do {
+            let records = revoke ? try await actions.revokeUser(userId: userId) : try await actions.userKeys(userId: userId)
+            guard let records else { return problem(.unknownUser, requestId) }
+            if revoke {
+                logger.notice(
+                    "user's keys revoked",
+                    metadata: ["keys": "\(records.count)", "requestId": "\(requestId)"])
+            }
+            let body = JSONText.object([
+                ("userId", JSONText.quoted(userId)),
+                ("keys", "[" + records.map(\.adminJSON).joined(separator: ",") + "]"),
+            ])
+            return AdminResponse(
+                status: 200,
+                headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store"), ("X-Request-Id", requestId)],
+                body: body)
+        } catch {
+            logger.error("admin user action failed", metadata: ["requestId": "\(requestId)", "error": "\(error)"])
+            return problem(.storeUnavailable, requestId)
         }
     }
 

@@ -23,6 +23,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case upstream
     case route
     case routeMatch
+    case rules
+    case ruleSet
+    case deviceBits
     case limits
     case fraudMetric
     case logging
@@ -39,7 +42,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .listenerTLS: return ["certificate", "privateKey"]
         case .admin: return ["address", "token"]
         case .secret: return ["file", "env"]
-        case .app: return ["appId", "environments"]
+        case .app: return ["appId", "environments", "rules"]
         case .attestation:
             return ["prefix", "challengeTTL", "challengeRate", "trustAnchors", "receiptTrustAnchors", "clockSkew", "headers"]
         case .rate: return ["perSecond", "burst"]
@@ -57,9 +60,13 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .route:
             return [
                 "match", "upstream", "mode", "challenge", "bindBody", "maxBodyBytes", "onStoreError", "maxRiskMetric",
-                "forwardAssertionHeaders",
+                "forwardAssertionHeaders", "rules",
             ]
         case .routeMatch: return ["prefix", "exact", "regex", "methods"]
+        case .rules: return ["require", "flag"]
+        case .ruleSet:
+            return ["environments", "launchCategories", "minAppVersion", "keyPolicy", "maxUserKeys", "maxRiskMetric", "deviceBits"]
+        case .deviceBits: return ["bit0", "bit1"]
         case .limits:
             return [
                 "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
@@ -97,6 +104,10 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .upstream: return ["upstreams.<name>"]
         case .route: return ["routes[]"]
         case .routeMatch: return ["routes[].match"]
+        case .rules: return ["apps[].rules", "routes[].rules"]
+        // `<rules>` stands for `apps[].rules` and `routes[].rules`.
+        case .ruleSet: return ["<rules>.require", "<rules>.flag"]
+        case .deviceBits: return ["<rules>.require.deviceBits", "<rules>.flag.deviceBits"]
         case .limits: return ["limits"]
         case .fraudMetric: return ["fraudMetric"]
         case .logging: return ["logging"]

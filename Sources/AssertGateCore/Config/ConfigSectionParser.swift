@@ -206,7 +206,8 @@ struct ConfigSectionParser {
                     envs.insert(env)
                 }
             }
-            if let appId { result.append(AppConfig(appId: appId, environments: envs)) }
+            let rules = view["rules"].flatMap { parseRules($0, path: "\(path).rules", routeLevel: false) }
+            if let appId { result.append(AppConfig(appId: appId, environments: envs, rules: rules ?? RulesConfig())) }
         }
         return result
     }
@@ -477,13 +478,21 @@ struct ConfigSectionParser {
             let onStoreError = reader.oneOf(view, "onStoreError", StoreErrorAction.self)
             let maxRisk = reader.int(view, "maxRiskMetric", min: 0)
             let forward = reader.bool(view, "forwardAssertionHeaders")
+            let rules = view["rules"].flatMap { parseRules($0, path: "\(path).rules", routeLevel: true) }
+            if rules != nil, mode == .passthrough, let n = view["rules"] {
+                reader.error(at: n, "\(path).rules: a passthrough route checks no assertion, so it takes no rules")
+            }
+            if maxRisk != nil, rules?.require.maxRiskMetric != nil, let n = view["maxRiskMetric"] {
+                reader.error(at: n, "\(path).maxRiskMetric: also given as \(path).rules.require.maxRiskMetric; keep one (they are the same rule)")
+            }
             guard let match, let upstream, let mode else { continue }
             var route = RouteConfig(match: match, upstream: upstream, mode: mode)
             route.challengeRequired = challengeRequired
             if let bindBody { route.bindBody = bindBody }
             route.maxBodyBytes = maxBody ?? min(route.maxBodyBytes, limits.maxRequestBodyBytes)
             if let onStoreError { route.onStoreError = onStoreError }
-            route.maxRiskMetric = maxRisk
+            if let rules { route.rules = rules }
+            if let maxRisk { route.maxRiskMetric = maxRisk }
             if let forward { route.forwardAssertionHeaders = forward }
             result.append(route)
         }

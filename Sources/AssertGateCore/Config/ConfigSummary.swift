@@ -74,11 +74,11 @@ public enum ConfigSummary {
                 line += ", bindBody \(r.bindBody)"
                 line += r.bindBody ? ", maxBodyBytes \(SizeParser.format(r.maxBodyBytes))" : ", body streamed (UNSIGNED-PAYLOAD)"
                 line += ", onStoreError \(r.onStoreError.rawValue)"
-                line += ", maxRiskMetric \(r.maxRiskMetric.map(String.init) ?? "none")"
                 line += ", forwardAssertionHeaders \(r.forwardAssertionHeaders)"
             }
             out.append(line)
         }
+        out += RulesSummary.lines(config)
         let l = config.limits
         out.append("limits: maxConcurrentStreams \(l.maxConcurrentStreams), maxHeaderListBytes \(SizeParser.format(l.maxHeaderListBytes)), "
             + "maxRequestBodyBytes \(SizeParser.format(l.maxRequestBodyBytes)), streamResetRate \(rate(l.streamResetRate))")

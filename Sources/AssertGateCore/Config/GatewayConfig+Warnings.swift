@@ -17,13 +17,9 @@ extension GatewayConfig {
         if case .inline? = fraudMetric?.privateKey.source {
             out.append("fraudMetric.privateKey is inline in the config file; prefer {file: PATH}")
         }
-        // Without receipt refresh no key ever has a risk metric: say so rather
-        // than let an operator believe risk is being checked.
-        if fraudMetric == nil {
-            for (i, route) in routes.enumerated() where route.maxRiskMetric != nil && route.mode != .passthrough {
-                out.append("routes[\(i)].maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts")
-            }
-        }
+        // Rules that can never act (risk.md §2), e.g. maxRiskMetric without
+        // receipt refresh: say so rather than let an operator believe risk is checked.
+        out += RulesSummary.warnings(self)
         out += methodFallThroughWarnings
         if case .memory = store, routes.contains(where: { $0.mode != .passthrough }) {
             out.append("store is memory: keys and counters live in this process only and are lost on restart")

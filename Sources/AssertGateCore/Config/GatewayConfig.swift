@@ -118,9 +118,12 @@ public enum AppEnvironment: String, Sendable, Hashable, CaseIterable {
 public struct AppConfig: Sendable {
     public var appId: String
     public var environments: Set<AppEnvironment>
-    public init(appId: String, environments: Set<AppEnvironment> = [.production]) {
+    /// risk.md §2: applies on every enforce/monitor route to this app's keys.
+    public var rules: RulesConfig
+    public init(appId: String, environments: Set<AppEnvironment> = [.production], rules: RulesConfig = RulesConfig()) {
         self.appId = appId
         self.environments = environments
+        self.rules = rules
     }
 }
 
@@ -266,7 +269,13 @@ public struct RouteConfig: Sendable {
     public var maxBodyBytes: Int = 1 << 20
     /// Resolved: reject for enforce, forward for monitor unless set explicitly.
     public var onStoreError: StoreErrorAction
-    public var maxRiskMetric: Int?
+    /// risk.md §2: per key, replaces the app's value in the same block.
+    public var rules = RulesConfig()
+    /// The old route key, an alias of `rules.require.maxRiskMetric`.
+    public var maxRiskMetric: Int? {
+        get { rules.require.maxRiskMetric }
+        set { rules.require.maxRiskMetric = newValue }
+    }
     public var forwardAssertionHeaders: Bool = false
     public init(match: RouteMatch, upstream: String, mode: PolicyMode) {
         self.match = match

@@ -22,6 +22,7 @@ public final class AssertionGate: RequestGate {
     /// `assertgate_enforcement_duration_seconds` by route mode, resolved once.
     private let enforceDuration: Histogram?
     private let monitorDuration: Histogram?
+    private let risk: RiskMetricsCache?
 
     public init(
         eventLoop: EventLoop, store: any Store, metrics: GatewayMetrics?,
@@ -34,6 +35,7 @@ public final class AssertionGate: RequestGate {
         self.clock = clock
         self.enforceDuration = metrics?.enforcementDuration.labels(PolicyMode.enforce.rawValue)
         self.monitorDuration = metrics?.enforcementDuration.labels(PolicyMode.monitor.rawValue)
+        self.risk = metrics.map(RiskMetricsCache.init)
     }
 
     /// Records how long the check of a request took and passes its decision on.
@@ -135,12 +137,14 @@ public final class AssertionGate: RequestGate {
         // which is this worker's (no hop, no chain of futures).
         let loop = eventLoop
         let promise = loop.makePromise(of: GateDecision.self)
+        let asserted = assertedSignals(parsed.authenticatorData.extensions)
         let bound = NIOLoopBound((self, entry, headers, request, route, context), eventLoop: loop)
         @Sendable func finish(_ outcome: Result<CommitResult, any Error>) {
             let (gate, entry, headers, request, route, context) = bound.value
             switch outcome {
             case .success(let result):
-                promise.succeed(gate.timed(started, route, gate.decide(result, entry, headers, request, route, context)))
+                promise.succeed(
+                    gate.timed(started, route, gate.decide(result, entry, asserted, headers, request, route, context)))
             case .failure(let error):
                 promise.succeed(gate.timed(started, route, gate.storeFailed(error, request, route, context)))
             }
@@ -152,26 +156,60 @@ public final class AssertionGate: RequestGate {
         return promise.futureResult
     }
 
-    /// Step 6 and the trust headers, from the commit's answer.
+    /// The signals this request's assertion carried (risk.md §1). A malformed
+    /// one counts as absent (the attestation's applies, §6.1) and is counted.
+    private func assertedSignals(_ extensions: AuthenticatorExtensions) -> AssertedSignals {
+        for key in extensions.malformedKeys { metrics?.malformedExtension(key).inc() }
+        return AssertedSignals(appVersion: extensions.bundleVersion, launchCategory: extensions.launchCategory)
+    }
+
+    /// Step 6 and the trust headers, from the commit's answer: the always-on
+    /// App ID and environment re-check against the configuration in force,
+    /// then the app's and the route's rules (risk.md §2), on values in hand.
     private func decide(
-        _ result: CommitResult, _ entry: KeyCache.Entry, _ headers: AssertionHeaders, _ request: ProxyRequest,
-        _ route: RouteConfig, _ context: EnforcementContext
+        _ result: CommitResult, _ entry: KeyCache.Entry, _ asserted: AssertedSignals, _ headers: AssertionHeaders,
+        _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
     ) -> GateDecision {
         if let rejection = result.rejection {
             if rejection == .unknownKey { keys.remove(headers.keyId) }
             return fail(rejection, request, route, context)
         }
+        let stored = entry.stored
+        guard let app = context.apps[stored.appId], app.environments.contains(stored.environment) else {
+            risk?.rules(route: route.upstream).inc(.environments, .reject)
+            let reason: ReasonToken = context.apps[stored.appId] == nil ? .appIdMismatch : .environmentNotAllowed
+            return fail(reason, request, route, context)
+        }
         let state = result.state
-        if let max = route.maxRiskMetric, let risk = state?.riskMetric, risk > max {
-            return fail(.riskTooHigh, request, route, context)
+        let signals = RuleSignals(
+            environment: stored.environment, appVersion: asserted.appVersion ?? stored.bundleVersion,
+            launchCategory: asserted.launchCategory ?? stored.launchCategory, keyPolicy: stored.keyPolicy,
+            userKeys: state?.userId == nil ? nil : state?.userKeyCount, riskMetric: state?.riskMetric)
+        var flags: [ReasonToken] = []
+        let appHasRules = !app.rules.isEmpty
+        let routeHasRules = !route.rules.isEmpty
+        if appHasRules || routeHasRules {
+            let rules =
+                !routeHasRules ? app.rules
+                : !appHasRules ? route.rules : RulesConfig.effective(app: app.rules, route: route.rules)
+            let verdict: RuleVerdict
+            if let counters = risk?.rules(route: route.upstream) {
+                verdict = RuleEvaluator.evaluate(rules, signals) { counters.inc($0, $1) }
+            } else {
+                verdict = RuleEvaluator.evaluate(rules, signals)
+            }
+            if let reason = verdict.rejection { return fail(reason, request, route, context) }
+            flags = verdict.flags
         }
         let now = clock()
         let identity = VerifiedIdentity(
-            keyId: headers.keyId, environment: entry.stored.environment.rawValue,
-            userId: state?.userId, userKeyCount: state?.userId == nil ? nil : state?.userKeyCount,
+            keyId: headers.keyId, environment: stored.environment.rawValue,
+            userId: state?.userId, userKeyCount: signals.userKeys,
             riskMetric: state?.riskMetric,
             riskMetricAgeSeconds: state?.riskMetricAt.map { now - $0 },
-            appVersion: entry.stored.bundleVersion, launchCategory: entry.stored.launchCategory)
+            appVersion: signals.appVersion, launchCategory: signals.launchCategory, keyPolicy: signals.keyPolicy,
+            flags: flags)
+        risk?.verified(route: route.upstream, environment: stored.environment, launchCategory: signals.launchCategory).inc()
         return forward(.verified(identity), request, context)
     }
 
@@ -213,4 +251,10 @@ public enum UnixClock {
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec)
     }
+}
+
+/// The values an assertion's own extension map gave (nil = absent or malformed).
+struct AssertedSignals: Sendable {
+    var appVersion: String?
+    var launchCategory: UInt32?
 }

@@ -133,7 +133,8 @@ public final class AttestationRoutes: LocalHandler {
                 receiptNotBefore: attestation.receipt.notBefore?.unixSeconds,
                 receiptExpiry: attestation.receipt.expirationTime?.unixSeconds,
                 bundleVersion: attestation.extensions.bundleVersion,
-                launchCategory: attestation.extensions.validationCategory)
+                launchCategory: attestation.extensions.launchCategory, keyPolicy: attestation.keyPolicy)
+            for key in attestation.extensions.malformedKeys { self.metrics?.malformedExtension(key).inc() }
             if context.refreshesReceipts {
                 // First refresh as soon as Apple allows it: the attestation's
                 // receipt carries no risk metric.

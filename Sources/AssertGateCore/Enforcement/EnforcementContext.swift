@@ -7,6 +7,11 @@ import Verifier
 public final class EnforcementContext: Sendable {
     public let verifier: AttestationVerifier
     public let allowedApps: [String: Set<AppAttestEnvironment>]
+    /// What every asserted request is judged by, per App ID: the allowed
+    /// environments (the always-on rule) and the app's rules (risk.md §2).
+    /// Rebuilt on reload, so the configuration is the source of truth for
+    /// keys already stored.
+    public let apps: [String: AppPolicy]
     public let trustHeaders: TrustHeaderBuilder
     /// The headers of a passthrough request when nothing is signed: the same
     /// for every request, so built once instead of on the hot path.
@@ -49,6 +54,11 @@ public final class EnforcementContext: Sendable {
                 app.environments.map { $0 == .production ? AppAttestEnvironment.production : .development })
         }
         self.allowedApps = apps
+        var policies: [String: AppPolicy] = [:]
+        for app in config.apps {
+            policies[app.appId] = AppPolicy(environments: app.environments, rules: app.rules)
+        }
+        self.apps = policies
         self.trustHeaders = TrustHeaderBuilder(
             prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
         self.unsignedPassthroughHeaders =
@@ -58,5 +68,16 @@ public final class EnforcementContext: Sendable {
         self.challengeTTL = a.challengeTTL
         self.challengeRate = a.challengeRate
         self.refreshesReceipts = refreshesReceipts ?? (config.fraudMetric != nil)
+    }
+}
+
+/// One configured app as the assertion path sees it.
+public struct AppPolicy: Sendable {
+    public let environments: Set<AppEnvironment>
+    public let rules: RulesConfig
+
+    public init(environments: Set<AppEnvironment>, rules: RulesConfig) {
+        self.environments = environments
+        self.rules = rules
     }
 }

@@ -36,6 +36,19 @@ public final class GatewayMetrics: Sendable {
         timeoutByKind[kind] ?? timeouts.labels(kind.rawValue)
     }
 
+    /// `assertgate_malformed_extensions_total{key}`: a known authenticator-data
+    /// extension with a bad value, treated as absent (risk.md §1). Bounded:
+    /// only the known keys are labels.
+    public let malformedExtensions: MetricFamilyOf<Counter>
+    private let malformedByKey: [String: Counter]
+
+    /// `assertgate_rule_results_total{route, rule, result}` (risk.md §2; the
+    /// always-on environment and App ID checks count as `environments`).
+    public let ruleResults: MetricFamilyOf<Counter>
+    /// `assertgate_verified_requests_total{route, environment, launch_category}`:
+    /// the category's name, `missing`, or `other` for unnamed numbers (bounded).
+    public let verifiedRequests: MetricFamilyOf<Counter>
+
     private let rejectionByReason: [ReasonToken: Counter]
     private let unverifiedByReason: [ReasonToken: Counter]
 
@@ -89,6 +102,22 @@ public final class GatewayMetrics: Sendable {
         var byKind: [RequestTimeoutKind: Counter] = [:]
         for kind in RequestTimeoutKind.allCases { byKind[kind] = timeouts.labels(kind.rawValue) }
         timeoutByKind = byKind
+        malformedExtensions = registry.counter(
+            "assertgate_malformed_extensions_total",
+            help: "Known authenticator-data extensions (attestations and assertions) whose value had the wrong type "
+                + "or length and was treated as absent, by key.",
+            labelNames: ["key"])
+        ruleResults = registry.counter(
+            "assertgate_rule_results_total",
+            help: "Risk rules evaluated on verified assertions, by route (its upstream), rule and result.",
+            labelNames: ["route", "rule", "result"])
+        verifiedRequests = registry.counter(
+            "assertgate_verified_requests_total",
+            help: "Requests forwarded with trust=verified, by route (its upstream), key environment and launch category.",
+            labelNames: ["route", "environment", "launch_category"])
+        var malformed: [String: Counter] = [:]
+        for key in AuthenticatorExtensions.knownKeys { malformed[key] = malformedExtensions.labels(key) }
+        malformedByKey = malformed
         var table: [ReasonToken: Counter] = [:]
         var unverified: [ReasonToken: Counter] = [:]
         for reason in ReasonToken.allCases {
@@ -112,6 +141,11 @@ public final class GatewayMetrics: Sendable {
     /// Lock-free: the table is built at init.
     public func rejection(_ reason: ReasonToken) -> Counter {
         rejectionByReason[reason] ?? rejections.labels(reason.rawValue)
+    }
+
+    /// The counter of a known extension key (`malformedKeys` names only those).
+    public func malformedExtension(_ key: String) -> Counter {
+        malformedByKey[key] ?? malformedExtensions.labels("other")
     }
 
     public func unverifiedForward(_ reason: ReasonToken) -> Counter {

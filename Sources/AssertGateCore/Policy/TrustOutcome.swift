@@ -36,13 +36,18 @@ public struct VerifiedIdentity: Sendable, Equatable {
     public var riskMetric: Int?
     public var riskMetricAgeSeconds: Int64?
     public var appVersion: String?
-    public var launchCategory: [UInt8]?
+    public var launchCategory: UInt32?
+    public var keyPolicy: KeyPolicy?
+    /// The failing `flag` rules' reasons, in table order (risk.md §2).
+    public var flags: [ReasonToken]
 
     public init(
         keyId: [UInt8], environment: String, userId: String? = nil, userKeyCount: Int? = nil,
         riskMetric: Int? = nil, riskMetricAgeSeconds: Int64? = nil, appVersion: String? = nil,
-        launchCategory: [UInt8]? = nil
+        launchCategory: UInt32? = nil, keyPolicy: KeyPolicy? = nil, flags: [ReasonToken] = []
     ) {
+        self.keyPolicy = keyPolicy
+        self.flags = flags
         self.keyId = keyId
         self.environment = environment
         self.userId = userId
@@ -83,7 +88,9 @@ public struct TrustHeaderBuilder: Sendable {
                 out.append((prefix + "Risk-Metric", "\(risk); age=\(max(0, id.riskMetricAgeSeconds ?? 0))"))
             }
             if let v = id.appVersion { out.append((prefix + "App-Version", PercentEncoding.encode(v))) }
-            if let c = id.launchCategory { out.append((prefix + "Launch-Category", Hex.encode(c))) }
+            if let c = id.launchCategory { out.append((prefix + "Launch-Category", LaunchCategory.name(c))) }
+            if let p = id.keyPolicy { out.append((prefix + "Key-Policy", p.rawValue)) }
+            if !id.flags.isEmpty { out.append((prefix + "Flags", id.flags.map(\.rawValue).joined(separator: ", "))) }
         }
         if let signer {
             let sig = signer.signature(

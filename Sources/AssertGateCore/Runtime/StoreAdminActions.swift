@@ -27,6 +27,14 @@ public struct StoreAdminActions: AdminActions {
         return try await stores.store(for: loop).revokeKey(keyId: id).get()
     }
 
+    public func userKeys(userId: String) async throws -> [KeyRecord]? {
+        try await stores.store(for: loop).userKeys(userId: userId).get()
+    }
+
+    public func revokeUser(userId: String) async throws -> [KeyRecord]? {
+        try await stores.store(for: loop).revokeUser(userId: userId).get()
+    }
+
     public func reload() async -> Result<Void, AdminReloadError> {
         await reloadAction()
     }

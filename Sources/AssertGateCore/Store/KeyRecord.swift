@@ -14,11 +14,19 @@ public struct KeyRecord: Sendable, Equatable {
     public var riskMetric: Int?
     /// Unix seconds.
     public var riskMetricAt: Int64?
+    /// The attestation's signals (risk.md §1, §6.14): assertions never change them.
+    public var appVersion: String?
+    public var launchCategory: UInt32?
+    public var keyPolicy: KeyPolicy?
 
     public init(
         keyId: [UInt8], appId: String, environment: AppEnvironment, counter: UInt32, publicKey: [UInt8],
-        userId: String?, createdAt: Int64, revoked: Bool, riskMetric: Int?, riskMetricAt: Int64?
+        userId: String?, createdAt: Int64, revoked: Bool, riskMetric: Int?, riskMetricAt: Int64?,
+        appVersion: String? = nil, launchCategory: UInt32? = nil, keyPolicy: KeyPolicy? = nil
     ) {
+        self.appVersion = appVersion
+        self.launchCategory = launchCategory
+        self.keyPolicy = keyPolicy
         self.keyId = keyId
         self.appId = appId
         self.environment = environment
@@ -48,6 +56,9 @@ extension KeyRecord {
         members.append(("revoked", revoked ? "true" : "false"))
         if let riskMetric { members.append(("riskMetric", String(riskMetric))) }
         if let riskMetricAt { members.append(("riskMetricAt", JSONText.quoted(RFC3339.format(unixSeconds: riskMetricAt)))) }
+        if let appVersion { members.append(("appVersion", JSONText.quoted(appVersion))) }
+        if let launchCategory { members.append(("launchCategory", String(launchCategory))) }
+        if let keyPolicy { members.append(("keyPolicy", JSONText.quoted(keyPolicy.rawValue))) }
         return JSONText.object(members)
     }
 }

@@ -52,7 +52,8 @@ public final class MemoryStore: Store, StoreProvider {
         var receiptNotBefore: Int64?
         var receiptExpiry: Int64?
         var bundleVersion: String?
-        var launchCategory: [UInt8]?
+        var launchCategory: UInt32?
+        var keyPolicy: KeyPolicy?
     }
 
     private struct ChallengeID: Hashable {
@@ -98,7 +99,15 @@ public final class MemoryStore: Store, StoreProvider {
             KeyRecord(
                 keyId: keyId, appId: e.appId, environment: e.environment, counter: e.counter,
                 publicKey: e.publicKey, userId: e.userId, createdAt: e.createdAt, revoked: e.revoked,
-                riskMetric: e.riskMetric, riskMetricAt: e.riskMetricAt)
+                riskMetric: e.riskMetric, riskMetricAt: e.riskMetricAt, appVersion: e.bundleVersion,
+                launchCategory: e.launchCategory, keyPolicy: e.keyPolicy)
+        }
+
+        /// The user's records, sorted by key id, at most `maxUserKeysListed`.
+        func userRecords(_ uid: String) -> [KeyRecord]? {
+            guard let ids = users[uid], !ids.isEmpty else { return nil }
+            let sorted = ids.sorted { Base64.encodeURL($0) < Base64.encodeURL($1) }.prefix(maxUserKeysListed)
+            return sorted.compactMap { id in keys[id].map { record(id, $0) } }
         }
     }
 
@@ -142,7 +151,8 @@ public final class MemoryStore: Store, StoreProvider {
                 publicKey: key.publicKey, appId: key.appId, environment: key.environment, userId: uid,
                 createdAt: key.createdAt, counter: 0, revoked: false, receipt: key.receipt,
                 riskMetric: key.riskMetric, riskMetricAt: key.riskMetricAt, receiptNotBefore: key.receiptNotBefore,
-                receiptExpiry: key.receiptExpiry, bundleVersion: key.bundleVersion, launchCategory: key.launchCategory)
+                receiptExpiry: key.receiptExpiry, bundleVersion: key.bundleVersion, launchCategory: key.launchCategory,
+                keyPolicy: key.keyPolicy)
             if let uid { state.users[uid, default: []].insert(key.keyId) }
             if let at = key.refreshAt { state.refreshAt[key.keyId] = at }
             return .registered(userKeyCount: state.userCount(uid))
@@ -155,7 +165,7 @@ public final class MemoryStore: Store, StoreProvider {
             guard let e = state.keys[keyId] else { return nil }
             return StoredKey(
                 publicKey: e.publicKey, appId: e.appId, environment: e.environment,
-                bundleVersion: e.bundleVersion, launchCategory: e.launchCategory)
+                bundleVersion: e.bundleVersion, launchCategory: e.launchCategory, keyPolicy: e.keyPolicy)
         }
     }
 
@@ -185,6 +195,18 @@ public final class MemoryStore: Store, StoreProvider {
             guard state.keys[keyId] != nil else { return nil }
             state.keys[keyId]?.revoked = true
             return state.keys[keyId].map { state.record(keyId, $0) }
+        }
+    }
+
+    public func userKeys(userId: String) -> EventLoopFuture<[KeyRecord]?> {
+        answer { state, _ in state.userRecords(userId) }
+    }
+
+    public func revokeUser(userId: String) -> EventLoopFuture<[KeyRecord]?> {
+        answer { state, _ in
+            guard let ids = state.users[userId] else { return nil }
+            for id in ids { state.keys[id]?.revoked = true }
+            return state.userRecords(userId)
         }
     }
 

@@ -102,7 +102,8 @@ public final class RedisStore: Store {
         if let v = key.receiptNotBefore { fields += ["nb", .integer(v)] }
         if let v = key.receiptExpiry { fields += ["exp", .integer(v)] }
         if let v = key.bundleVersion { fields += ["bv", .string(v)] }
-        if let v = key.launchCategory { fields += ["lc", .bytes(v)] }
+        if let v = key.launchCategory { fields += ["cat", .integer(Int64(v))] }
+        if let v = key.keyPolicy { fields += ["kp", .string(v.rawValue)] }
         if redis.isCluster {
             return registerInCluster(key, k: k, uid: uid, attestChallenge: attestChallenge, fields: fields)
         }
@@ -214,16 +215,17 @@ public final class RedisStore: Store {
     public func loadKey(keyId: [UInt8]) -> EventLoopFuture<StoredKey?> {
         let k: String
         do { k = try Self.tag(keyId) } catch { return failed(error) }
-        return redis.send(RESPCommand("HMGET", .string(Self.keyHash(k)), "pk", "app", "env", "bv", "lc"), slot: slot(k))
-            .flatMapThrowing { reply in
-            guard case .array(let a) = reply, a.count == 5 else { throw Self.unexpected(reply, "HMGET") }
+        return redis.send(
+            RESPCommand("HMGET", .string(Self.keyHash(k)), "pk", "app", "env", "bv", "cat", "kp", "lc"), slot: slot(k)
+        ).flatMapThrowing { reply in
+            guard case .array(let a) = reply, a.count == 7 else { throw Self.unexpected(reply, "HMGET") }
             guard case .bulk(let pk) = a[0] else { return nil }
             guard let app = a[1].string, let envText = a[2].string, let env = AppEnvironment(rawValue: envText) else {
                 throw StoreError.unexpectedReply("key record incomplete")
             }
-            var lc: [UInt8]?
-            if case .bulk(let b) = a[4] { lc = b }
-            return StoredKey(publicKey: pk, appId: app, environment: env, bundleVersion: a[3].string, launchCategory: lc)
+            return StoredKey(
+                publicKey: pk, appId: app, environment: env, bundleVersion: a[3].string,
+                launchCategory: Self.category(a[4], legacy: a[6]), keyPolicy: a[5].string.flatMap(KeyPolicy.init))
         }
     }
 
@@ -344,7 +346,63 @@ public final class RedisStore: Store {
         return KeyRecord(
             keyId: keyId, appId: app, environment: env, counter: counter, publicKey: pk,
             userId: (uid?.isEmpty ?? true) ? nil : uid, createdAt: created, revoked: a[6].string == "1",
-            riskMetric: a[7].int64.map { Int($0) }, riskMetricAt: a[8].int64)
+            riskMetric: a[7].int64.map { Int($0) }, riskMetricAt: a[8].int64, appVersion: a[9].string,
+            launchCategory: category(a[10], legacy: a[12]), keyPolicy: a[11].string.flatMap(KeyPolicy.init))
+    }
+
+    /// `cat` (decimal), else the 4 little-endian bytes of a record written
+    /// before it existed (`lc`); anything else is no category.
+    static func category(_ cat: RESPValue, legacy lc: RESPValue) -> UInt32? {
+        if let n = cat.int64 { return UInt32(exactly: n) }
+        if case .bulk(let b) = lc { return LaunchCategory.decode(.bytes(b)) }
+        return nil
+    }
+
+    // MARK: users (admin)
+
+    /// The user's keyIds (b64url) from the user's own slot, sorted. On a
+    /// cluster the set may name a key whose registration failed: callers
+    /// keep only records that carry this userId.
+    private func userMembers(_ userId: String) -> EventLoopFuture<[String]> {
+        let set = Self.userSet(userId)
+        return redis.send(key: set, RESPCommand("SMEMBERS", .string(set))).flatMapThrowing { reply in
+            guard case .array(let members) = reply else { throw Self.unexpected(reply, "SMEMBERS") }
+            return members.compactMap(\.string).sorted()
+        }
+    }
+
+    private static func keyId(member: String) -> [UInt8]? {
+        guard let id = try? Base64.decode(member, maxLength: 64), id.count == 32 else { return nil }
+        return id
+    }
+
+    public func userKeys(userId: String) -> EventLoopFuture<[KeyRecord]?> {
+        userMembers(userId).flatMap { members in
+            let reads = members.prefix(maxUserKeysListed).compactMap { m -> EventLoopFuture<KeyRecord?>? in
+                guard let id = Self.keyId(member: m) else { return nil }
+                return self.keyRecord(keyId: id).map { $0?.userId == userId ? $0 : nil }
+            }
+            return EventLoopFuture.whenAllSucceed(reads, on: self.eventLoop).map { found in
+                let records = found.compactMap { $0 }
+                return records.isEmpty ? nil : records
+            }
+        }
+    }
+
+    public func revokeUser(userId: String) -> EventLoopFuture<[KeyRecord]?> {
+        userMembers(userId).flatMap { members in
+            // Every key is revoked; the answer lists at most `maxUserKeysListed`.
+            let revokes = members.compactMap { m -> EventLoopFuture<KeyRecord?>? in
+                guard let id = Self.keyId(member: m) else { return nil }
+                return self.redis.evalSHA(
+                    RedisStoreScripts.revokeOfUser, keys: [Self.keyHash(m)], arguments: [.string(userId)]
+                ).flatMapThrowing { reply in try Self.parseRecord(keyId: id, reply) }
+            }
+            return EventLoopFuture.whenAllSucceed(revokes, on: self.eventLoop).map { found in
+                let records = Array(found.compactMap { $0 }.prefix(maxUserKeysListed))
+                return records.isEmpty ? nil : records
+            }
+        }
     }
 
     public func storeReceipt(

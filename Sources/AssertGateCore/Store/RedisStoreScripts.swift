@@ -81,7 +81,18 @@ enum RedisStoreScripts {
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return false end
         redis.call('HSET', KEYS[1], 'rev', '1')
-        return redis.call('HMGET', KEYS[1], 'pk', 'cnt', 'env', 'app', 'uid', 'created', 'rev', 'risk', 'risk_at')
+        return redis.call('HMGET', KEYS[1], \(recordFieldList))
+        """)
+
+    /// Bulk revoke of a user's keys, one key per call (each on its own slot).
+    /// KEYS[1] = ag:{K}:key; ARGV[1] = uid. Revokes only a record that
+    /// exists and belongs to that user (a cluster's user set can name a key
+    /// whose registration failed). → the record fields, or nil.
+    static let revokeOfUser = RedisScript(
+        """
+        if redis.call('HGET', KEYS[1], 'uid') ~= ARGV[1] then return false end
+        redis.call('HSET', KEYS[1], 'rev', '1')
+        return redis.call('HMGET', KEYS[1], \(recordFieldList))
         """)
 
     /// KEYS[1] = ag:{K}:key; ARGV = receipt, risk ('' = none), at, nb, exp
@@ -118,9 +129,16 @@ enum RedisStoreScripts {
         return 1
         """)
 
-    static let recordFields: [RESPArgument] = ["pk", "cnt", "env", "app", "uid", "created", "rev", "risk", "risk_at"]
+    /// The admin record's fields: `bv` bundle version, `cat` launch category
+    /// (decimal), `kp` key policy, `lc` the category bytes of records written
+    /// before `cat` existed (read as a fallback).
+    static let recordFieldNames = [
+        "pk", "cnt", "env", "app", "uid", "created", "rev", "risk", "risk_at", "bv", "cat", "kp", "lc",
+    ]
+    static let recordFields: [RESPArgument] = recordFieldNames.map { .string($0) }
+    private static let recordFieldList = recordFieldNames.map { "'\($0)'" }.joined(separator: ", ")
 
     static let all: [RedisScript] = [
-        commit, clusterCommit, register, revoke, receipt, claimRefreshes, raiseUserKeyCount,
+        commit, clusterCommit, register, revoke, revokeOfUser, receipt, claimRefreshes, raiseUserKeyCount,
     ]
 }

@@ -99,7 +99,20 @@ public protocol Store: AnyObject, Sendable {
 
     /// Succeeds when the store can answer (for `/readyz`).
     func ping() -> EventLoopFuture<Void>
+
+    /// The records of every key attested with `userId` (risk.md §2, admin),
+    /// sorted by key id; nil when no key was ever attested with it. At most
+    /// `maxUserKeysListed` records.
+    func userKeys(userId: String) -> EventLoopFuture<[KeyRecord]?>
+
+    /// Revokes every key of `userId`; their records after revocation, or nil
+    /// for an unknown user. Each key is revoked atomically on its own slot.
+    func revokeUser(userId: String) -> EventLoopFuture<[KeyRecord]?>
 }
+
+/// The most keys a user listing or bulk revoke touches (an account with more
+/// is not a phone in someone's hand; the rest are left to `/keys/{keyId}`).
+public let maxUserKeysListed = 1000
 
 extension Store {
     public func storeReceipt(keyId: [UInt8], receipt: [UInt8], riskMetric: Int?, at: Int64) -> EventLoopFuture<Bool> {
@@ -149,8 +162,10 @@ public struct NewKeyRecord: Sendable, Equatable {
     public var receiptExpiry: Int64?
     /// `apple_bundle_version_01` text, if the attestation carried it.
     public var bundleVersion: String?
-    /// `apple_validation_category_01` bytes, if the attestation carried them.
-    public var launchCategory: [UInt8]?
+    /// `apple_validation_category_01` as a number, if the attestation carried a well-formed one.
+    public var launchCategory: UInt32?
+    /// The credential certificate's key access policy, if it had one.
+    public var keyPolicy: KeyPolicy?
     /// When set, the key joins the receipt-refresh schedule at this time
     /// (unix seconds) in the same atomic step that stores it.
     public var refreshAt: Int64?
@@ -159,8 +174,9 @@ public struct NewKeyRecord: Sendable, Equatable {
         keyId: [UInt8], publicKey: [UInt8], appId: String, environment: AppEnvironment,
         userId: String? = nil, createdAt: Int64, receipt: [UInt8]? = nil, riskMetric: Int? = nil,
         riskMetricAt: Int64? = nil, receiptNotBefore: Int64? = nil, receiptExpiry: Int64? = nil,
-        bundleVersion: String? = nil, launchCategory: [UInt8]? = nil
+        bundleVersion: String? = nil, launchCategory: UInt32? = nil, keyPolicy: KeyPolicy? = nil
     ) {
+        self.keyPolicy = keyPolicy
         self.keyId = keyId
         self.publicKey = publicKey
         self.appId = appId
@@ -190,12 +206,14 @@ public struct StoredKey: Sendable, Equatable {
     public var appId: String
     public var environment: AppEnvironment
     public var bundleVersion: String?
-    public var launchCategory: [UInt8]?
+    public var launchCategory: UInt32?
+    public var keyPolicy: KeyPolicy?
 
     public init(
         publicKey: [UInt8], appId: String, environment: AppEnvironment, bundleVersion: String? = nil,
-        launchCategory: [UInt8]? = nil
+        launchCategory: UInt32? = nil, keyPolicy: KeyPolicy? = nil
     ) {
+        self.keyPolicy = keyPolicy
         self.publicKey = publicKey
         self.appId = appId
         self.environment = environment

@@ -67,8 +67,8 @@ public final class TestCA: @unchecked Sendable {
             template.rawExtensions.append(.init(oid: AppleOID.osVersion, critical: false, value: value))
         }
         if let aclBlob = options.aclBlob {
-            template.rawExtensions.append(
-                .init(oid: AppleOID.accessControl, critical: false, value: try DERBuilder.octetString(aclBlob)))
+            // As Apple does: the bytes are the extnValue's contents (a DER SEQUENCE on real keys).
+            template.rawExtensions.append(.init(oid: AppleOID.accessControl, critical: false, value: aclBlob))
         }
         let nonceValue = try DERBuilder.sequence(DERBuilder.explicit(1, DERBuilder.octetString(nonce)))
         template.rawExtensions.append(.init(oid: AppleOID.nonce, critical: false, value: nonceValue))
@@ -104,7 +104,8 @@ public struct CredentialCertificateOptions: Sendable {
     public var appId: String?
     /// Adds 1.2.840.113635.100.8.7 with this OS version (informational).
     public var osVersion: String?
-    /// Adds 1.2.840.113635.100.8.6 (key access-control policy) as an OCTET STRING of these bytes.
+    /// Adds 1.2.840.113635.100.8.6 (key access-control policy) with these bytes as the
+    /// extnValue contents, as Apple writes it (risk.md §1; `SimKeyPolicy` has real forms).
     public var aclBlob: [UInt8]?
 
     public init(notBefore: Int64, notAfter: Int64, commonName: String? = nil, appId: String? = nil,

@@ -14,6 +14,8 @@ public struct VerifiedAttestation: Sendable, Hashable {
     public var extensions: AuthenticatorExtensions
     /// The leaf's 1.2.840.113635.100.8.6 extension value, when present.
     public var aclBlob: [UInt8]?
+    /// `aclBlob` classified against Apple's macOS policy bytes (risk.md §1).
+    public var keyPolicy: KeyPolicy? { KeyPolicy.classify(aclBlob: aclBlob) }
     /// Always 0 for an accepted attestation.
     public var counter: UInt32
 }

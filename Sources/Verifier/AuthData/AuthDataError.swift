@@ -5,7 +5,6 @@ public enum AuthDataError: Error, Sendable, Hashable, CustomStringConvertible {
     case credentialKey(CBORError)
     case extensions(CBORError)
     case extensionsNotAMap
-    case extensionType(key: String)
 
     public var description: String {
         switch self {
@@ -15,7 +14,6 @@ public enum AuthDataError: Error, Sendable, Hashable, CustomStringConvertible {
         case .credentialKey(let error): return "credential public key: \(error)"
         case .extensions(let error): return "extensions: \(error)"
         case .extensionsNotAMap: return "extensions are not a CBOR map"
-        case .extensionType(let key): return "extension \(key) has the wrong type"
         }
     }
 }

@@ -20,7 +20,55 @@ import Testing
         #expect(result.stdout.contains("onStoreError reject"))
         #expect(result.stdout.contains("maxBodyBytes 1MiB"))
         #expect(result.stdout.contains("api: http://127.0.0.1:9001"))
-        #expect(result.stderr.isEmpty)
+        // risk.md §6.19: warnings (here: the memory store) go to stderr, one per line.
+        #expect(result.stderr.split(separator: "\n") == [
+            "warning: store is memory: keys and counters live in this process only and are lost on restart"
+        ])
+        #expect(!result.stdout.contains("warning:"))
+    }
+
+    @Test func printsEffectiveRulesPerRouteAndAppAndWarnsAboutRulesThatCannotAct() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let path = try dir.write("rules.yaml", """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps:
+              - appId: ABCDE12345.com.example.app
+                environments: [production, development]
+                rules:
+                  require: {launchCategories: [app-store, 2, missing], minAppVersion: "2.10"}
+                  flag: {maxUserKeys: 3, maxRiskMetric: 5}
+              - {appId: ABCDE12345.com.example.mac, rules: {require: {keyPolicy: macos-full-security}}}
+            store: {redis: {url: "redis://127.0.0.1:6379/0"}}
+            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            routes:
+              - match: {prefix: /pay/}
+                upstream: api
+                mode: enforce
+                rules: {require: {launchCategories: [app-store], deviceBits: {bit1: false}}, flag: {minAppVersion: "3"}}
+              - {match: {prefix: /}, upstream: api, mode: monitor}
+            """)
+        let result = try Subprocess.run(try Self.binary(), ["check-config", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let out = result.stdout
+        #expect(out.contains(
+            "  [0] ABCDE12345.com.example.app: require environments [development, production] (always), "
+                + "launchCategories [app-store], minAppVersion 2.10, deviceBits {bit1: false} (cannot act yet); "
+                + "flag minAppVersion 3, maxUserKeys 3, maxRiskMetric 5"), "\(out)")
+        #expect(out.contains(
+            "  [0] ABCDE12345.com.example.mac: require environments [production] (always), launchCategories [app-store], "
+                + "keyPolicy macos-full-security, deviceBits {bit1: false} (cannot act yet); flag minAppVersion 3"), "\(out)")
+        #expect(out.contains(
+            "  [1] ABCDE12345.com.example.app: require environments [development, production] (always), "
+                + "launchCategories [testflight, app-store, missing], minAppVersion 2.10; flag maxUserKeys 3, maxRiskMetric 5"),
+            "\(out)")
+        #expect(out.contains(
+            "  [1] ABCDE12345.com.example.mac: require environments [production] (always), keyPolicy macos-full-security"),
+            "\(out)")
+        #expect(result.stderr.split(separator: "\n").map(String.init) == [
+            "warning: apps[0].rules.flag.maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts",
+            "warning: routes[0].rules.require.deviceBits cannot act yet: this version has no DeviceCheck (risk.md §3); the rule is ignored",
+        ])
     }
 
     @Test func invalidFileExitsOneWithFileLineErrors() throws {

@@ -70,7 +70,8 @@ extension Result where Failure == Rejection {
         #expect(invalid.map(\.value) == ["invalid", "counter-replay"])
         let id = VerifiedIdentity(
             keyId: [UInt8](repeating: 0xFF, count: 32), environment: "production", userId: "a b",
-            userKeyCount: 2, riskMetric: 4, riskMetricAgeSeconds: 30, appVersion: "1.2", launchCategory: [1, 0])
+            userKeyCount: 2, riskMetric: 4, riskMetricAgeSeconds: 30, appVersion: "1.2", launchCategory: 1,
+            keyPolicy: .other, flags: [.tooManyKeys, .riskTooHigh])
         let verified = Dictionary(
             uniqueKeysWithValues: b.headers(for: .verified(id), requestId: "r", method: "GET", path: "/", now: 1)
                 .map { ($0.name, $0.value) })
@@ -81,7 +82,19 @@ extension Result where Failure == Rejection {
         #expect(verified["X-AssertGate-User-Keys"] == "2")
         #expect(verified["X-AssertGate-Risk-Metric"] == "4; age=30")
         #expect(verified["X-AssertGate-App-Version"] == "1.2")
-        #expect(verified["X-AssertGate-Launch-Category"] == "0100")
+        // risk.md §2 headers: the category's name, the key policy, flags in order.
+        #expect(verified["X-AssertGate-Launch-Category"] == "platform")
+        #expect(verified["X-AssertGate-Key-Policy"] == "other")
+        #expect(verified["X-AssertGate-Flags"] == "too-many-keys, risk-too-high")
+        var unnamed = id
+        unnamed.launchCategory = 4_000_000_000
+        unnamed.keyPolicy = nil
+        unnamed.flags = []
+        let names = b.headers(for: .verified(unnamed), requestId: "r", method: "GET", path: "/", now: 1).map(\.name)
+        #expect(b.headers(for: .verified(unnamed), requestId: "r", method: "GET", path: "/", now: 1)
+            .first { $0.name == "X-AssertGate-Launch-Category" }?.value == "4000000000")
+        #expect(!names.contains("X-AssertGate-Key-Policy"))
+        #expect(!names.contains("X-AssertGate-Flags"))
     }
 
     @Test func signatureCoversAddedHeadersWithCustomPrefix() {

@@ -18,7 +18,7 @@ struct StoreConformanceTests {
                 loaded
                     == StoredKey(
                         publicKey: key.publicKey, appId: key.appId, environment: .production, bundleVersion: "1.2.3",
-                        launchCategory: [0x01, 0x02]))
+                        launchCategory: 4, keyPolicy: .macosFullSecurity))
             let record = try #require(try await h.store.keyRecord(keyId: key.keyId).get())
             #expect(record.counter == 0)
             #expect(record.revoked == false)
@@ -28,6 +28,40 @@ struct StoreConformanceTests {
             #expect(record.appId == key.appId)
             #expect(record.environment == .production)
             #expect(record.riskMetric == nil)
+            // risk.md §2: the attestation's signals are in the admin record.
+            #expect(record.appVersion == "1.2.3")
+            #expect(record.launchCategory == 4)
+            #expect(record.keyPolicy == .macosFullSecurity)
+            #expect(record.adminJSON.contains(#""appVersion":"1.2.3","launchCategory":4,"keyPolicy":"macos-full-security""#))
+        }
+    }
+
+    /// risk.md §2 admin: a user's keys listed and revoked together (on a
+    /// cluster the user's set and each record live on different slots).
+    @Test(arguments: StoreBackend.allCases)
+    func userKeysAreListedAndRevokedTogether(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let user = "u-\(UInt32.random(in: 0...UInt32.max)) {tag}/é"
+            let keys = [Fixtures.newKey(userId: user), Fixtures.newKey(userId: user), Fixtures.newKey(userId: user)]
+            let other = Fixtures.newKey(userId: user + "-other")
+            for key in keys + [other] { _ = try await Fixtures.register(key, in: h.store) }
+            #expect(try await h.store.userKeys(userId: "nobody-\(UInt32.random(in: 0...UInt32.max))").get() == nil)
+            let listed = try #require(try await h.store.userKeys(userId: user).get())
+            #expect(Set(listed.map(\.keyId)) == Set(keys.map(\.keyId)))
+            let order = listed.map { Verifier.Base64.encodeURL($0.keyId) }
+            #expect(order == order.sorted())
+            #expect(listed.allSatisfy { !$0.revoked && $0.userId == user && $0.launchCategory == 4 })
+
+            let revoked = try #require(try await h.store.revokeUser(userId: user).get())
+            #expect(Set(revoked.map(\.keyId)) == Set(keys.map(\.keyId)))
+            #expect(revoked.allSatisfy { $0.revoked })
+            for key in keys {
+                let commit = try await h.store.commitAssertion(keyId: key.keyId, counter: 1, challenge: nil).get()
+                #expect(commit.rejection == .revokedKey)
+            }
+            // Another user's key is untouched.
+            #expect(try await h.store.commitAssertion(keyId: other.keyId, counter: 1, challenge: nil).get().isAccepted)
+            #expect(try await h.store.revokeUser(userId: "nobody-\(UInt32.random(in: 0...UInt32.max))").get() == nil)
         }
     }
 

@@ -156,7 +156,7 @@ enum Fixtures {
         NewKeyRecord(
             keyId: randomBytes(32), publicKey: [0x04] + randomBytes(64), appId: "TEAMID1234.com.example.app",
             environment: .production, userId: userId, createdAt: createdAt, receipt: randomBytes(100),
-            bundleVersion: "1.2.3", launchCategory: [0x01, 0x02])
+            bundleVersion: "1.2.3", launchCategory: 4, keyPolicy: .macosFullSecurity)
     }
 
     /// Issues an attest challenge and registers `key` with it.

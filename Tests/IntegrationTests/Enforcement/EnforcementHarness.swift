@@ -53,6 +53,12 @@ final class EnforcementHarness: @unchecked Sendable {
         /// The fake Apple endpoint answers a connection's first request only
         /// and closes it at the next (`FakeAppleDataServer.dropIdle`).
         var appleDropsKeptConnections = false
+        /// `rules:` of the main app (`appId`), a YAML flow mapping (risk.md §2).
+        var appRules: String?
+        /// More `apps:` entries (flow mappings).
+        var extraApps: [String] = []
+        /// Routes (flow mappings) placed before the standard ones.
+        var extraRoutes: [String] = []
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -110,8 +116,9 @@ final class EnforcementHarness: @unchecked Sendable {
             listeners: [{address: 127.0.0.1:0}]
             admin: {address: 127.0.0.1:0, token: \(adminToken)}
             apps:
-              - {appId: \(appId), environments: [development, production]}
+              - {appId: \(appId), environments: [development, production]\(options.appRules.map { ", rules: \($0)" } ?? "")}
               - {appId: \(productionOnlyAppId), environments: [production]}
+            \(options.extraApps.map { "  - \($0)\n" }.joined())
             attestation:
               prefix: \(prefix)
               trustAnchors: [\(caDir)/root.cert.pem]
@@ -125,7 +132,7 @@ final class EnforcementHarness: @unchecked Sendable {
               slow: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 300ms}
               dead: {endpoints: [http://127.0.0.1:\(deadPort.port)], connectTimeout: 500ms}
             routes:
-              - {match: {prefix: /enforce/}, upstream: legacy, mode: enforce, maxBodyBytes: 1KiB}
+            \(options.extraRoutes.map { "  - \($0)\n" }.joined())  - {match: {prefix: /enforce/}, upstream: legacy, mode: enforce, maxBodyBytes: 1KiB}
               - {match: {prefix: /challenged/}, upstream: legacy, mode: enforce, challenge: required}
               - {match: {prefix: /unsigned/}, upstream: legacy, mode: enforce, bindBody: false}
               - {match: {prefix: /monitor/}, upstream: legacy, mode: monitor}
@@ -202,7 +209,7 @@ final class EnforcementHarness: @unchecked Sendable {
     func attest(
         _ device: SimDevice, userId: String? = nil, appId: String = appId,
         environment: AttestationEnvironment = .development, mutation: AttestationMutation? = nil,
-        challenge: String? = nil
+        challenge: String? = nil, options: AttestationOptions = AttestationOptions()
     ) async throws -> Response {
         let ch: String
         if let challenge {
@@ -213,7 +220,7 @@ final class EnforcementHarness: @unchecked Sendable {
         let clientDataHash = DeviceSim.ClientData.hash(DeviceSim.ClientData.attestation(challenge: ch, userId: userId))
         let object = try device.attest(
             clientDataHash: clientDataHash, appId: appId, environment: environment,
-            at: Int64(Date().timeIntervalSince1970), mutation: mutation)
+            at: Int64(Date().timeIntervalSince1970), mutation: mutation, options: options)
         var fields = [
             #""keyId":"\#(device.keyIdBase64)""#, #""challenge":"\#(ch)""#,
             #""attestation":"\#(Verifier.Base64.encode(object))""#,
@@ -226,12 +233,13 @@ final class EnforcementHarness: @unchecked Sendable {
     func assertionHeaders(
         _ device: SimDevice, method: String, path: String, body: [UInt8] = [], counter: UInt32,
         challenge: String? = nil, unsigned: Bool = false, appId: String = appId,
-        mutation: AssertionMutation? = nil
+        mutation: AssertionMutation? = nil, extensions: DeviceSim.AuthenticatorExtensions? = nil
     ) throws -> [(String, String)] {
         let clientData = DeviceSim.ClientData.assertion(
             method: method, path: path, challenge: challenge, body: unsigned ? .unsigned : .body(body))
         let assertion = try device.assert(
-            clientDataHash: DeviceSim.ClientData.hash(clientData), appId: appId, counter: counter, mutation: mutation)
+            clientDataHash: DeviceSim.ClientData.hash(clientData), appId: appId, counter: counter, mutation: mutation,
+            extensions: extensions)
         var headers = [
             ("AssertGate-Key-Id", device.keyIdBase64), ("AssertGate-Assertion", Verifier.Base64.encode(assertion)),
         ]
@@ -285,6 +293,18 @@ final class EnforcementHarness: @unchecked Sendable {
         }
         let text = (try? String(contentsOfFile: bodyOut, encoding: .utf8)) ?? ""
         return Response(status: status, headers: parsed, body: text)
+    }
+
+    /// Rewrites the config file with `transform` and reloads it through the
+    /// admin API (the SIGHUP path); throws unless the reload succeeded.
+    func reload(_ transform: (String) -> String) async throws {
+        let text = try String(contentsOfFile: configPath, encoding: .utf8)
+        let changed = transform(text)
+        guard changed != text else { throw HarnessError("reload: the transform changed nothing") }
+        try changed.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let r = try await send(
+            "POST", "/reload", headers: [("Authorization", "Bearer \(Self.adminToken)")], http1: true, base: adminBase)
+        guard r.status == 200 else { throw HarnessError("reload answered \(r.status): \(r.body)") }
     }
 
     /// The last request head the upstream received, and how many it received.

@@ -16,9 +16,10 @@ extension Integration {
             let h = try await EnforcementHarness.start()
             let version = "1.2 (45)/β"
             let category: [UInt8] = [0x01, 0x00, 0x00, 0xAB]
-            // pct(version) per protocol.md notation, and lowercase hex of the category, written out by hand.
+            // pct(version) per protocol.md notation, and the category's decimal number (little-endian
+            // 0xAB000001 has no name, risk.md §1), written out by hand.
             let expectedVersion = "1.2%20%2845%29%2F%CE%B2"
-            let expectedCategory = "010000ab"
+            let expectedCategory = "2868903937"
 
             let full = try h.newDevice()
             let attested = try await h.attestCarrying(
@@ -28,7 +29,7 @@ extension Integration {
             // What the verifier extracted is in the key record.
             let record = "ag:{\(full.keyIdBase64URL)}:key"
             #expect(try h.redis.run(["HGET", record, "bv"]).string == version)
-            #expect(try h.redis.run(["HGET", record, "lc"]) == .bulk(category))
+            #expect(try h.redis.run(["HGET", record, "cat"]).string == expectedCategory)
 
             // Both protocols, several connections (each lands on either worker:
             // key-cache misses load bv/lc from Redis, hits reuse them).
@@ -76,7 +77,7 @@ extension Integration {
             #expect(
                 try await h.attestCarrying(versionOnly, extensions: DeviceSim.AuthenticatorExtensions(bundleVersion: "7"))
                     .status == 201)
-            #expect(try h.redis.run(["HEXISTS", "ag:{\(versionOnly.keyIdBase64URL)}:key", "lc"]) == .integer(0))
+            #expect(try h.redis.run(["HEXISTS", "ag:{\(versionOnly.keyIdBase64URL)}:key", "cat"]) == .integer(0))
             let v = try await h.send(
                 "GET", "/enforce/w", headers: h.assertionHeaders(versionOnly, method: "GET", path: "/enforce/w", counter: 1))
             #expect(v.status == 200, "\(v.body)")
@@ -88,14 +89,14 @@ extension Integration {
             let categoryOnly = try h.newDevice()
             #expect(
                 try await h.attestCarrying(
-                    categoryOnly, extensions: DeviceSim.AuthenticatorExtensions(validationCategory: [0x00, 0x02])
+                    categoryOnly, extensions: DeviceSim.AuthenticatorExtensions(validationCategory: [0x02, 0x00, 0x00, 0x00])
                 ).status == 201)
             let c = try await h.send(
                 "GET", "/enforce/c", headers: h.assertionHeaders(categoryOnly, method: "GET", path: "/enforce/c", counter: 1))
             #expect(c.status == 200, "\(c.body)")
             let cHead = try #require(h.lastUpstreamHead)
             #expect(cHead.headers["x-assertgate-app-version"].isEmpty)
-            #expect(cHead.headers["x-assertgate-launch-category"] == ["0002"])
+            #expect(cHead.headers["x-assertgate-launch-category"] == ["testflight"])
 
             // No extensions at all: neither header, and spoofed ones are gone.
             let plain = try h.newDevice()

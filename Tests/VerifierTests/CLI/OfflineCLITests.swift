@@ -96,6 +96,24 @@ import Verifier
         #expect(result.json["environment"] as? String == "production")
     }
 
+    /// risk.md §1 on Apple's 2026 sample: category 1 is `platform`, bundle
+    /// version 1, an iOS key's policy is `other`.
+    @Test func apple2026SampleSignals() throws {
+        let result = try Self.run([
+            "verify-attestation", "--attestation",
+            try Vectors.url("apple-attestation-object-validation-guide/apple_2026_sample_attestation.b64").path,
+            "--key-id", "zgSY9YSD+7TaDXssY6WlOPVS1K3Lmk+pFhlcSWE+ZV0=", "--app-id", "1234567890.com.example.myapp",
+            "--client-data-hash-hex", Hex.encode(Array("example_server_challenge".utf8)), "--at", "2026-04-21T12:00:00Z",
+        ])
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(result.json["keyPolicy"] as? String == "other")
+        let extensions = try #require(result.json["extensions"] as? [String: Any])
+        #expect(extensions["bundleVersion"] as? String == "1")
+        #expect(extensions["launchCategory"] as? Int == 1)
+        #expect(extensions["launchCategoryName"] as? String == "platform")
+        #expect((extensions["malformed"] as? [Any])?.isEmpty == true)
+    }
+
     @Test func attestationNegativeVerdicts() throws {
         let wrongApp = try Self.run(try Self.attestationArgs(appId: "35RXKB6738.org.worldcoin.insight"))
         #expect(wrongApp.status == 1)
