@@ -46,6 +46,15 @@ import Testing
             top["routes"] = "[{match: {prefix: /}, upstream: api, mode: passthrough, \(entry)}]"
             present = ["match", "upstream", "mode"]
         case "routes[].match": top["routes"] = "[{match: {\(entry)}, upstream: api, mode: passthrough}]"
+        case "apps[].rules": top["apps"] = "[{appId: ABCDE12345.com.example.app, rules: {\(entry)}}]"
+        case "routes[].rules":
+            top["routes"] = "[{match: {prefix: /}, upstream: api, mode: enforce, rules: {\(entry)}}]"
+        case "<rules>.require", "<rules>.flag":
+            let block = path.hasSuffix("require") ? "require" : "flag"
+            top["routes"] = "[{match: {prefix: /}, upstream: api, mode: enforce, rules: {\(block): {\(entry)}}}]"
+        case "<rules>.require.deviceBits", "<rules>.flag.deviceBits":
+            let block = path.contains("require") ? "require" : "flag"
+            top["routes"] = "[{match: {prefix: /}, upstream: api, mode: enforce, rules: {\(block): {deviceBits: {\(entry)}}}}]"
         case "limits": top["limits"] = "{\(entry)}"
         case "fraudMetric": top["fraudMetric"] = "{\(entry)}"
         case "logging": top["logging"] = "{\(entry)}"
