@@ -8,7 +8,7 @@ public struct RuleSet: Sendable, Equatable {
     public var keyPolicy: KeyPolicy?
     public var maxUserKeys: Int?
     public var maxRiskMetric: Int?
-    /// Parsed and validated; acts only once DeviceCheck exists (risk.md §3).
+    /// Parsed and validated; acts only once DeviceCheck exists (docs/devicecheck.md).
     public var deviceBits: DeviceBitsRule?
 
     public init() {}

@@ -47,6 +47,13 @@ public enum RulesSummary {
                 out.append("\(path).\(block).maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts")
             }
         }
+        for (i, route) in config.routes.enumerated() where route.mode == .passthrough {
+            // `rules` is refused on a passthrough route; the old key is accepted for
+            // compatibility, so say that it does nothing there.
+            if route.rules.require.maxRiskMetric != nil {
+                out.append("routes[\(i)].maxRiskMetric never acts: the route is passthrough (no assertion is checked)")
+            }
+        }
         for (i, route) in config.routes.enumerated() where route.mode != .passthrough {
             if config.fraudMetric == nil {
                 // The old route key is the same rule: its message keeps the old name.
@@ -58,7 +65,7 @@ public enum RulesSummary {
                 }
             }
             for (block, set) in [("require", route.rules.require), ("flag", route.rules.flag)] where set.deviceBits != nil {
-                out.append("routes[\(i)].rules.\(block).deviceBits cannot act yet: this version has no DeviceCheck (risk.md §3); the rule is ignored")
+                out.append("routes[\(i)].rules.\(block).deviceBits cannot act yet: this version has no DeviceCheck (docs/devicecheck.md); the rule is ignored")
             }
         }
         return out

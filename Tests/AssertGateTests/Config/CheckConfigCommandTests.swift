@@ -67,7 +67,7 @@ import Testing
             "\(out)")
         #expect(result.stderr.split(separator: "\n").map(String.init) == [
             "warning: apps[0].rules.flag.maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts",
-            "warning: routes[0].rules.require.deviceBits cannot act yet: this version has no DeviceCheck (risk.md §3); the rule is ignored",
+            "warning: routes[0].rules.require.deviceBits cannot act yet: this version has no DeviceCheck (docs/devicecheck.md); the rule is ignored",
         ])
     }
 

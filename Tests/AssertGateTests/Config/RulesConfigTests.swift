@@ -89,4 +89,11 @@ import Verifier
             "config.yaml:7: routes[0].rules: a passthrough route checks no assertion, so it takes no rules"
         ])
     }
+
+    @Test func theOldRouteKeyOnAPassthroughRouteIsWarnedAbout() throws {
+        let c = try Self.load(Self.yaml(routeExtra: ", maxRiskMetric: 5", mode: "passthrough"))
+        #expect(c.warnings.contains("routes[0].maxRiskMetric never acts: the route is passthrough (no assertion is checked)"))
+        let enforced = try Self.load(Self.yaml(routeExtra: ", maxRiskMetric: 5"))
+        #expect(!enforced.warnings.contains { $0.contains("never acts: the route is passthrough") })
+    }
 }
