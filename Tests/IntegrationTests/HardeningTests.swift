@@ -287,7 +287,9 @@ extension Integration {
             let observer = HardeningObserver()
             let h = try await Harness.start(threads: 1, hooks: GatewayHooks(makeObserver: { _ in observer }))
             let r = try await Self.run(["h2-huge-field", String(h.port)])
-            #expect(r["goaway"] as? Int == 0x9, "\(r)")  // COMPRESSION_ERROR: nghttp2 cannot do better
+            // GOAWAY(COMPRESSION_ERROR): nghttp2 cannot refuse the field per stream. The
+            // close that follows may reset the client's socket before it reads the GOAWAY.
+            #expect(r["goaway"] as? Int == 0x9 || r["closed"] as? Bool == true, "\(r)")
             #expect(
                 try await Self.eventually(within: 5) {
                     observer.summaries.withLockedValue { $0.map(\.reason) } == [.headersTooLarge]
