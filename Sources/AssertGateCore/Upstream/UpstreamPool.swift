@@ -51,11 +51,22 @@ final class UpstreamPool {
         for pool in endpoints.values { pool.closeIdle(olderThan: nil) }
     }
 
+    /// The pool `endpointPool` found last: requests mostly go to the same
+    /// one, and comparing the name and endpoint costs less than hashing them
+    /// into `endpoints`. Cleared whenever the sweep forgets pools.
+    private var lastPool: (upstream: String, endpoint: UpstreamEndpoint, pool: EndpointPool)?
+
     func endpointPool(upstream: String, _ endpoint: UpstreamEndpoint) -> EndpointPool {
+        if let last = lastPool, last.endpoint == endpoint, last.upstream == upstream { return last.pool }
         let key = PoolKey(upstream: upstream, endpoint: endpoint)
-        if let p = endpoints[key] { return p }
-        let p = EndpointPool(endpoint: endpoint, pool: self)
-        endpoints[key] = p
+        let p: EndpointPool
+        if let found = endpoints[key] {
+            p = found
+        } else {
+            p = EndpointPool(endpoint: endpoint, pool: self)
+            endpoints[key] = p
+        }
+        lastPool = (upstream, endpoint, p)
         return p
     }
 
@@ -63,6 +74,12 @@ final class UpstreamPool {
     func pickEndpoint(name: String, config: UpstreamConfig, now: NIODeadline) -> EndpointPool? {
         let eps = config.endpoints
         guard !eps.isEmpty else { return nil }
+        if eps.count == 1 {
+            // Nothing to rotate: the one endpoint, ejected or not (as the loop below would pick).
+            let p = endpointPool(upstream: name, eps[0])
+            _ = p.isEjected(now: now)  // clears an ejection that has run out
+            return p
+        }
         let start = roundRobin[name, default: 0]
         roundRobin[name] = start &+ 1
         for i in 0..<eps.count {
@@ -127,6 +144,7 @@ final class UpstreamPool {
         // stay for ever; an empty one with nothing to remember is rebuilt
         // for free the next time it is needed.
         endpoints = endpoints.filter { !$0.value.isForgettable }
+        lastPool = nil
     }
 }
 
