@@ -51,11 +51,22 @@ final class UpstreamPool {
         for pool in endpoints.values { pool.closeIdle(olderThan: nil) }
     }
 
+    /// The pool `endpointPool` found last: requests mostly go to the same
+    /// one, and comparing the name and endpoint costs less than hashing them
+    /// into `endpoints`. Cleared whenever the sweep forgets pools.
+    private var lastPool: (upstream: String, endpoint: UpstreamEndpoint, pool: EndpointPool)?
+
     func endpointPool(upstream: String, _ endpoint: UpstreamEndpoint) -> EndpointPool {
+        if let last = lastPool, last.endpoint == endpoint, last.upstream == upstream { return last.pool }
         let key = PoolKey(upstream: upstream, endpoint: endpoint)
-        if let p = endpoints[key] { return p }
-        let p = EndpointPool(endpoint: endpoint, pool: self)
-        endpoints[key] = p
+        let p: EndpointPool
+        if let found = endpoints[key] {
+            p = found
+        } else {
+            p = EndpointPool(endpoint: endpoint, pool: self)
+            endpoints[key] = p
+        }
+        lastPool = (upstream, endpoint, p)
         return p
     }
 
@@ -63,6 +74,12 @@ final class UpstreamPool {
     func pickEndpoint(name: String, config: UpstreamConfig, now: NIODeadline) -> EndpointPool? {
         let eps = config.endpoints
         guard !eps.isEmpty else { return nil }
+        if eps.count == 1 {
+            // Nothing to rotate: the one endpoint, ejected or not (as the loop below would pick).
+            let p = endpointPool(upstream: name, eps[0])
+            _ = p.isEjected(now: now)  // clears an ejection that has run out
+            return p
+        }
         let start = roundRobin[name, default: 0]
         roundRobin[name] = start &+ 1
         for i in 0..<eps.count {
@@ -127,6 +144,7 @@ final class UpstreamPool {
         // stay for ever; an empty one with nothing to remember is rebuilt
         // for free the next time it is needed.
         endpoints = endpoints.filter { !$0.value.isForgettable }
+        lastPool = nil
     }
 }
 
@@ -183,8 +201,20 @@ final class EndpointPool {
         var client: String?
     }
 
-    /// Connections (leased or connecting) per client address.
-    private var held: [String: Int] = [:]
+    /// Connections (leased or connecting) per client address: only clients
+    /// holding at least one.
+    private var held: [String: ClientShare] = [:]
+    /// The share counted last: the requests of one connection come from one
+    /// address, so comparing it spares hashing the address on every lease
+    /// and release. It may have dropped out of `held` (count 0).
+    private var lastShare: ClientShare?
+
+    /// One client's count, boxed so the cache and the table share it.
+    private final class ClientShare {
+        let client: String
+        var count = 0
+        init(client: String) { self.client = client }
+    }
     /// Since when no free connection has been found for a request (none has
     /// freed since): the pool is exhausted.
     private var exhaustedSince: NIODeadline?
@@ -192,19 +222,37 @@ final class EndpointPool {
     /// Distinguishes this pool in `UpstreamHealth` (one per worker and endpoint).
     private lazy var healthKey = "\(endpoint) worker \(ObjectIdentifier(pool).hashValue)"
 
+    /// `client`'s share, from the cache or the table (nil: it holds nothing).
+    @inline(__always)
+    private func share(_ client: String) -> ClientShare? {
+        if let last = lastShare, last.client == client { return last.count > 0 ? last : nil }
+        guard let found = held[client] else { return nil }
+        lastShare = found
+        return found
+    }
+
     private func holds(_ client: String?) -> Int {
         guard let client else { return 0 }
-        return held[client, default: 0]
+        return share(client)?.count ?? 0
     }
 
     private func take(_ client: String?) {
         guard let client else { return }
-        held[client, default: 0] += 1
+        if let s = share(client) {
+            s.count += 1
+            return
+        }
+        // Back in the table: the cached share (dropped at 0) or a new one.
+        let s = lastShare.flatMap { $0.client == client ? $0 : nil } ?? ClientShare(client: client)
+        s.count = 1
+        held[client] = s
+        lastShare = s
     }
 
     private func give(_ client: String?) {
-        guard let client, let n = held[client] else { return }
-        held[client] = n <= 1 ? nil : n - 1
+        guard let client, let s = share(client) else { return }
+        s.count -= 1
+        if s.count == 0 { held[client] = nil }  // stays cached: the next lease is likely the same client's
     }
 
     private var perClientCap: Int { config?.effectiveMaxConnectionsPerClient ?? Int.max }

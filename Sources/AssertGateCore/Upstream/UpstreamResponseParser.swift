@@ -53,8 +53,13 @@ struct UpstreamResponseParser {
     }
 
     private var state = State.idle
-    /// Head bytes of earlier reads, while the head is incomplete.
+    /// The head block being read (bytes of earlier reads while it is
+    /// incomplete), then the parsed head's bytes. Kept across responses with
+    /// its capacity, as is `fieldStore`: the head event shares both, and once
+    /// the delegate has read it (its contract) they are unique again, so a
+    /// keep-alive connection parses every later head without allocating.
     private var pendingHead: [UInt8] = []
+    private var fieldStore: [UpstreamResponseHead.Field] = []
     /// Where the end-of-head search stands: 1 after a LF, 2 after LF CR.
     private var lineEnd = 0
     private var noBody = false
@@ -91,8 +96,8 @@ struct UpstreamResponseParser {
             case .idle:
                 throw .unexpectedBytes
             case .head:
-                guard let head = try takeHead(&buffer) else { return .needMore }
-                if let event = try startBody(head) { return event }
+                guard try takeHead(&buffer) else { return .needMore }
+                if let event = try startBody() { return event }
             case .length(let remaining):
                 let n = min(remaining, buffer.readableBytes)
                 guard let slice = buffer.readSlice(length: n) else { return .needMore }
@@ -120,16 +125,21 @@ struct UpstreamResponseParser {
 
     // MARK: head
 
-    /// The complete head block, or nil when more bytes are needed.
-    private mutating func takeHead(_ buffer: inout ByteBuffer) throws(UpstreamResponseError) -> [UInt8]? {
+    /// True when `pendingHead` holds the complete head block; false when more bytes are needed.
+    private mutating func takeHead(_ buffer: inout ByteBuffer) throws(UpstreamResponseError) -> Bool {
         var state = lineEnd
         let end: Int? = buffer.withUnsafeReadableBytes { raw in
-            for (i, b) in raw.enumerated() {
-                switch (b, state) {
-                case (UInt8(ascii: "\n"), 0): state = 1
-                case (UInt8(ascii: "\n"), _): return i + 1
-                case (UInt8(ascii: "\r"), 1): state = 2
-                default: state = 0
+            // state: 0 in a line, 1 after a LF, 2 after LF CR; a LF in state 1 or 2 ends the head.
+            var i = 0
+            let n = raw.count
+            while i < n {
+                let b = raw[i]
+                i += 1
+                if b == UInt8(ascii: "\n") {
+                    if state != 0 { return i }
+                    state = 1
+                } else {
+                    state = (b == UInt8(ascii: "\r") && state == 1) ? 2 : 0
                 }
             }
             return nil
@@ -139,23 +149,22 @@ struct UpstreamResponseParser {
             guard pendingHead.count + buffer.readableBytes <= Self.maxHeadBytes else { throw .headTooLarge }
             buffer.withUnsafeReadableBytes { pendingHead.append(contentsOf: $0) }
             buffer.moveReaderIndex(to: buffer.writerIndex)
-            return nil
+            return false
         }
         guard pendingHead.count + end <= Self.maxHeadBytes else { throw .headTooLarge }
-        var head = pendingHead
-        pendingHead.removeAll(keepingCapacity: true)
         lineEnd = 0
-        buffer.withUnsafeReadableBytes { head.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
+        buffer.withUnsafeReadableBytes { pendingHead.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
         buffer.moveReaderIndex(forwardBy: end)
-        return head
+        return true
     }
 
     /// The head event, or nil for an interim (1xx) head.
-    private mutating func startBody(_ bytes: [UInt8]) throws(UpstreamResponseError) -> UpstreamResponseEvent? {
-        var parsed = try Self.parseHead(bytes)
+    private mutating func startBody() throws(UpstreamResponseError) -> UpstreamResponseEvent? {
+        var parsed = try Self.parseHead(inPlace: &pendingHead, fields: &fieldStore)
         if parsed.head.status < 200 {
             // 101 would hand the connection to another protocol; nothing here asked for one.
             if parsed.head.status == 101 { throw .switchingProtocols }
+            pendingHead.removeAll(keepingCapacity: true)
             return nil  // interim (100, 103): the final head follows
         }
         let bodyless = noBody || parsed.head.status == 204 || parsed.head.status == 304
@@ -187,85 +196,144 @@ struct UpstreamResponseParser {
     /// Parses a complete head block (status line, fields, empty line).
     static func parseHead(_ input: [UInt8]) throws(UpstreamResponseError) -> ParsedHead {
         var bytes = input
-        let count = bytes.count
-        // "HTTP/1.x SSS"
-        guard count >= 12, bytes[0..<7].elementsEqual("HTTP/1.".utf8), bytes[8] == UInt8(ascii: " ") else {
-            throw .malformedStatusLine
-        }
-        let minor = bytes[7]
-        guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1") else { throw .malformedStatusLine }
-        var status = 0
-        for i in 9..<12 {
-            guard let d = ASCII.digit(bytes[i]) else { throw .malformedStatusLine }
-            status = status * 10 + d
-        }
-        guard status >= 100 else { throw .malformedStatusLine }
-        var i = 12
-        // The reason phrase: anything but control bytes, up to the line end.
-        if bytes[i] == UInt8(ascii: " ") {
-            while i < count, bytes[i] != UInt8(ascii: "\r"), bytes[i] != UInt8(ascii: "\n") {
-                guard bytes[i] >= 0x20 || bytes[i] == 0x09, bytes[i] != 0x7F else { throw .malformedStatusLine }
-                i += 1
-            }
-        }
-        i = try Self.lineEnd(bytes, i, error: .malformedStatusLine)
-
         var fields: [UpstreamResponseHead.Field] = []
-        var keepAlive = minor == UInt8(ascii: "1")
+        return try parseHead(inPlace: &bytes, fields: &fields)
+    }
+
+    /// The scalars of a parsed head, before its fields are shared with the event.
+    private struct HeadScan {
+        var status = 0
+        var keepAlive = false
         var contentLength: Int?
         var transferEncoded = false
         var chunked = false
         var listsOthers = false
-        while i < count, bytes[i] != UInt8(ascii: "\r"), bytes[i] != UInt8(ascii: "\n") {
+    }
+
+    /// Parses the head block in `bytes`, lower-casing the names in place, into
+    /// `fields` (emptied first, capacity kept); the result shares both arrays.
+    /// One pass over the bytes through a pointer: no copy, no per-byte bounds
+    /// or uniqueness check, no array per `Connection` or `Transfer-Encoding` list.
+    static func parseHead(
+        inPlace bytes: inout [UInt8], fields: inout [UpstreamResponseHead.Field]
+    ) throws(UpstreamResponseError) -> ParsedHead {
+        fields.removeAll(keepingCapacity: true)
+        if fields.capacity < 16 { fields.reserveCapacity(16) }
+        let scanned: Result<HeadScan, UpstreamResponseError> = bytes.withUnsafeMutableBufferPointer { buf in
+            do throws(UpstreamResponseError) {
+                return .success(try Self.scan(buf, into: &fields))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let found: HeadScan
+        switch scanned {
+        case .success(let s): found = s
+        case .failure(let e): throw e
+        }
+        if found.listsOthers { Self.dropListed(&fields, bytes) }
+        return ParsedHead(
+            head: UpstreamResponseHead(status: found.status, bytes: bytes, fields: fields), keepAlive: found.keepAlive,
+            contentLength: found.contentLength, transferEncoded: found.transferEncoded, chunked: found.chunked)
+    }
+
+    private static func scan(
+        _ p: UnsafeMutableBufferPointer<UInt8>, into fields: inout [UpstreamResponseHead.Field]
+    ) throws(UpstreamResponseError) -> HeadScan {
+        let count = p.count
+        var out = HeadScan()
+        // "HTTP/1.x SSS"
+        guard count >= 12, Self.startsExactly(p, "HTTP/1."), p[8] == UInt8(ascii: " ") else {
+            throw .malformedStatusLine
+        }
+        let minor = p[7]
+        guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1") else { throw .malformedStatusLine }
+        var status = 0
+        for i in 9..<12 {
+            guard let d = ASCII.digit(p[i]) else { throw .malformedStatusLine }
+            status = status * 10 + d
+        }
+        guard status >= 100 else { throw .malformedStatusLine }
+        out.status = status
+        var i = 12
+        // The reason phrase: anything but control bytes, up to the line end.
+        if p[i] == UInt8(ascii: " ") {
+            while i < count, p[i] != UInt8(ascii: "\r"), p[i] != UInt8(ascii: "\n") {
+                guard p[i] >= 0x20 || p[i] == 0x09, p[i] != 0x7F else { throw .malformedStatusLine }
+                i += 1
+            }
+        }
+        i = try Self.lineEnd(p, i, error: .malformedStatusLine)
+
+        out.keepAlive = minor == UInt8(ascii: "1")
+        while i < count, p[i] != UInt8(ascii: "\r"), p[i] != UInt8(ascii: "\n") {
             guard fields.count < maxFields else { throw .tooManyFields }
             // name: a token, lower-cased in place, directly followed by ':'
             let nameStart = i
-            while i < count, bytes[i] != UInt8(ascii: ":") {
-                guard ASCII.isTokenByte(bytes[i]) else { throw .malformedField }
-                bytes[i] = ASCII.lower(bytes[i])
+            while i < count, p[i] != UInt8(ascii: ":") {
+                let b = p[i]
+                guard ASCII.isTokenByte(b) else { throw .malformedField }
+                p[i] = ASCII.lower(b)
                 i += 1
             }
             guard i < count, i > nameStart else { throw .malformedField }
             let nameLength = i - nameStart
             i += 1
-            while i < count, bytes[i] == UInt8(ascii: " ") || bytes[i] == 0x09 { i += 1 }
+            while i < count, p[i] == UInt8(ascii: " ") || p[i] == 0x09 { i += 1 }
             let valueStart = i
             var valueEnd = i
-            while i < count, bytes[i] != UInt8(ascii: "\r"), bytes[i] != UInt8(ascii: "\n") {
-                let b = bytes[i]
+            while i < count, p[i] != UInt8(ascii: "\r"), p[i] != UInt8(ascii: "\n") {
+                let b = p[i]
                 guard b >= 0x20 || b == 0x09, b != 0x7F else { throw .malformedField }
                 i += 1
                 if b != UInt8(ascii: " "), b != 0x09 { valueEnd = i }
             }
-            i = try Self.lineEnd(bytes, i, error: .malformedField)
+            i = try Self.lineEnd(p, i, error: .malformedField)
             // obs-fold (a continuation line) is refused, as RFC 9112 §5.2 allows.
-            if i < count, bytes[i] == UInt8(ascii: " ") || bytes[i] == 0x09 { throw .malformedField }
-            let name = bytes[nameStart..<nameStart + nameLength]
-            let value = bytes[valueStart..<valueEnd]
+            if i < count, p[i] == UInt8(ascii: " ") || p[i] == 0x09 { throw .malformedField }
             var forward = true
-            switch HopByHop.classify(name) {
+            switch HopByHop.classify(UnsafeBufferPointer(rebasing: p[nameStart..<nameStart + nameLength])) {
             case .connection:
                 forward = false
-                for token in value.split(separator: UInt8(ascii: ",")) {
-                    let t = ASCII.trimmed(token)
-                    if ASCII.equalsLower(t, "close") {
-                        keepAlive = false
-                    } else if ASCII.equalsLower(t, "keep-alive") {
-                        if minor == UInt8(ascii: "0") { keepAlive = true }
-                    } else if !t.isEmpty {
-                        listsOthers = true
+                var s = valueStart
+                while s < valueEnd {
+                    var e = s
+                    while e < valueEnd, p[e] != UInt8(ascii: ",") { e += 1 }
+                    let (a, b) = Self.trimmed(p, s, e)
+                    if Self.equals(p, a, b, "close") {
+                        out.keepAlive = false
+                    } else if Self.equals(p, a, b, "keep-alive") {
+                        if minor == UInt8(ascii: "0") { out.keepAlive = true }
+                    } else if a < b {
+                        out.listsOthers = true
                     }
+                    s = e + 1
                 }
             case .transferEncoding:
                 forward = false
-                transferEncoded = true
+                out.transferEncoded = true
                 // The last coding decides (RFC 9112 §6.3); a later field continues the list.
-                let last = value.split(separator: UInt8(ascii: ",")).last.map(ASCII.trimmed)
-                chunked = last.map { ASCII.equalsLower($0, "chunked") } ?? false
+                // The last non-empty list element, trimmed (empty elements are skipped).
+                var last: (Int, Int)?
+                var s = valueStart
+                while s < valueEnd {
+                    var e = s
+                    while e < valueEnd, p[e] != UInt8(ascii: ",") { e += 1 }
+                    if e > s { last = (s, e) }
+                    s = e + 1
+                }
+                if let (s, e) = last {
+                    let (a, b) = Self.trimmed(p, s, e)
+                    out.chunked = Self.equals(p, a, b, "chunked")
+                } else {
+                    out.chunked = false
+                }
             case .contentLength:
                 // One field, one number: repeated fields are refused even when equal.
-                guard contentLength == nil, let n = ASCII.contentLength(value) else { throw .badContentLength }
-                contentLength = n
+                guard out.contentLength == nil, let n = Self.contentLength(p, valueStart, valueEnd) else {
+                    throw .badContentLength
+                }
+                out.contentLength = n
             case .hopByHop, .requestId:
                 forward = false
             case .other:
@@ -277,20 +345,58 @@ struct UpstreamResponseParser {
                     valueLength: valueEnd - valueStart, forward: forward))
         }
         guard i < count else { throw .malformedField }
-        _ = try Self.lineEnd(bytes, i, error: .malformedField)
+        _ = try Self.lineEnd(p, i, error: .malformedField)
         // An HTTP/1.0 message with Transfer-Encoding: close after it (RFC 9112 §6.1).
-        if transferEncoded, minor == UInt8(ascii: "0") { keepAlive = false }
-        if listsOthers { Self.dropListed(&fields, bytes) }
-        return ParsedHead(
-            head: UpstreamResponseHead(status: status, bytes: bytes, fields: fields), keepAlive: keepAlive,
-            contentLength: contentLength, transferEncoded: transferEncoded, chunked: chunked)
+        if out.transferEncoded, minor == UInt8(ascii: "0") { out.keepAlive = false }
+        return out
     }
 
     /// Index after the CRLF (or bare LF) at `i`; a lone CR is refused.
-    private static func lineEnd(_ bytes: [UInt8], _ i: Int, error: UpstreamResponseError) throws(UpstreamResponseError) -> Int {
-        if i < bytes.count, bytes[i] == UInt8(ascii: "\n") { return i + 1 }
-        if i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\r"), bytes[i + 1] == UInt8(ascii: "\n") { return i + 2 }
+    @inline(__always)
+    private static func lineEnd(
+        _ p: UnsafeMutableBufferPointer<UInt8>, _ i: Int, error: UpstreamResponseError
+    ) throws(UpstreamResponseError) -> Int {
+        if i < p.count, p[i] == UInt8(ascii: "\n") { return i + 1 }
+        if i + 1 < p.count, p[i] == UInt8(ascii: "\r"), p[i + 1] == UInt8(ascii: "\n") { return i + 2 }
         throw error
+    }
+
+    /// `p[a..<b]` without leading and trailing spaces and tabs.
+    @inline(__always)
+    private static func trimmed(_ p: UnsafeMutableBufferPointer<UInt8>, _ a: Int, _ b: Int) -> (Int, Int) {
+        var a = a
+        var b = b
+        while a < b, p[a] == UInt8(ascii: " ") || p[a] == 0x09 { a += 1 }
+        while b > a, p[b - 1] == UInt8(ascii: " ") || p[b - 1] == 0x09 { b -= 1 }
+        return (a, b)
+    }
+
+    /// The first bytes of `p` are exactly `literal`'s (the caller checked the length).
+    @inline(__always)
+    private static func startsExactly(_ p: UnsafeMutableBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        let lit = literal.utf8Start
+        for k in 0..<literal.utf8CodeUnitCount where p[k] != lit[k] { return false }
+        return true
+    }
+
+    /// Case-insensitive: `p[a..<b]` equals the lower-case `literal`.
+    @inline(__always)
+    private static func equals(_ p: UnsafeMutableBufferPointer<UInt8>, _ a: Int, _ b: Int, _ literal: StaticString) -> Bool {
+        guard b - a == literal.utf8CodeUnitCount else { return false }
+        let lit = literal.utf8Start
+        for k in 0..<(b - a) where ASCII.lower(p[a + k]) != lit[k] { return false }
+        return true
+    }
+
+    /// `ASCII.contentLength` of `p[a..<b]`: 1 to 18 digits, nothing else.
+    private static func contentLength(_ p: UnsafeMutableBufferPointer<UInt8>, _ a: Int, _ b: Int) -> Int? {
+        guard b > a, b - a <= 18 else { return nil }
+        var n = 0
+        for k in a..<b {
+            guard let d = ASCII.digit(p[k]) else { return nil }
+            n = n * 10 + d
+        }
+        return n
     }
 
     /// Fields a `Connection` field names are hop-by-hop too (RFC 9110 §7.6.1).
@@ -389,20 +495,43 @@ enum HopByHop {
     }
 
     static func classify(_ name: ArraySlice<UInt8>) -> Kind {
+        name.withUnsafeBufferPointer { classify($0) }
+    }
+
+    /// By length first, then one comparison of bytes (names are lower case here).
+    static func classify(_ name: UnsafeBufferPointer<UInt8>) -> Kind {
         switch name.count {
-        case 2: return name.elementsEqual("te".utf8) ? .hopByHop : .other
-        case 7: return name.elementsEqual("trailer".utf8) || name.elementsEqual("upgrade".utf8) ? .hopByHop : .other
+        case 2: return named(name, "te") ? .hopByHop : .other
+        case 7: return named(name, "trailer") || named(name, "upgrade") ? .hopByHop : .other
         case 10:
-            if name.elementsEqual("connection".utf8) { return .connection }
-            return name.elementsEqual("keep-alive".utf8) ? .hopByHop : .other
+            if named(name, "connection") { return .connection }
+            return named(name, "keep-alive") ? .hopByHop : .other
         case 12:
-            if name.elementsEqual("x-request-id".utf8) { return .requestId }
-            return name.starts(with: "proxy-".utf8) ? .hopByHop : .other
-        case 14: return name.elementsEqual("content-length".utf8) ? .contentLength : (name.starts(with: "proxy-".utf8) ? .hopByHop : .other)
+            if named(name, "x-request-id") { return .requestId }
+            return proxyPrefixed(name) ? .hopByHop : .other
+        case 14: return named(name, "content-length") ? .contentLength : (proxyPrefixed(name) ? .hopByHop : .other)
         case 17:
-            if name.elementsEqual("transfer-encoding".utf8) { return .transferEncoding }
-            return name.starts(with: "proxy-".utf8) ? .hopByHop : .other
-        default: return name.starts(with: "proxy-".utf8) ? .hopByHop : .other
+            if named(name, "transfer-encoding") { return .transferEncoding }
+            return proxyPrefixed(name) ? .hopByHop : .other
+        default: return proxyPrefixed(name) ? .hopByHop : .other
         }
+    }
+
+    @inline(__always)
+    private static func named(_ name: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        name.count == literal.utf8CodeUnitCount && prefix(name, literal)
+    }
+
+    @inline(__always)
+    private static func proxyPrefixed(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        name.count >= 6 && prefix(name, "proxy-")
+    }
+
+    /// The first bytes of `name` are `literal`'s (the caller checked the length).
+    @inline(__always)
+    private static func prefix(_ name: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        let lit = literal.utf8Start
+        for k in 0..<literal.utf8CodeUnitCount where name[k] != lit[k] { return false }
+        return true
     }
 }

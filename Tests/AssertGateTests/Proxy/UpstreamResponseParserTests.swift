@@ -123,6 +123,40 @@ import Testing
         #expect(run(["HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"]).keepAlive == false)
     }
 
+    /// The parser reuses its head storage from one response to the next on a
+    /// keep-alive connection: a head the caller keeps must keep its own bytes
+    /// and fields when later heads (of other sizes, after an interim one) are parsed.
+    @Test func aKeptHeadIsUntouchedByTheNextResponses() throws {
+        var parser = UpstreamResponseParser()
+        var kept: [UpstreamResponseHead] = []
+        let responses = [
+            "HTTP/1.1 200 OK\r\nServer: A\r\nContent-Length: 1\r\n\r\na",
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\nX-Long-Name: " + String(repeating: "v", count: 300)
+                + "\r\nConnection: keep-alive, X-Drop\r\nX-Drop: 1\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 201 Created\r\nB: 2\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        ]
+        for text in responses {
+            parser.expectResponse(isHead: false)
+            var buffer = ByteBuffer(string: text)
+            loop: while true {
+                switch try parser.next(&buffer) {
+                case .head(let head, _): kept.append(head)
+                case .end, .needMore: break loop
+                case .body: continue
+                }
+            }
+        }
+        func fields(_ head: UpstreamResponseHead) -> [String] {
+            var out: [String] = []
+            head.forEachForwarded { n, v in out.append(String(decoding: n, as: UTF8.self) + ": " + String(decoding: v, as: UTF8.self)) }
+            return out
+        }
+        #expect(kept.map(\.status) == [200, 404, 201])
+        #expect(fields(kept[0]) == ["server: A", "content-length: 1"])
+        #expect(fields(kept[1]) == ["x-long-name: " + String(repeating: "v", count: 300), "content-length: 0"])
+        #expect(fields(kept[2]) == ["b: 2"])
+    }
+
     @Test func bytesAfterTheResponseAreLeftForTheCaller() {
         let r = run(["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"])
         #expect(r.ends == 1)

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# What one passthrough request costs the gateway and nghttpx, counted rather
+# than timed (the machine is shared): syscalls, TCP segments, user-space
+# instructions and allocations per request, on the load of side-by-side.sh
+# (h2c from h2load, one worker, one nginx HTTP/1.1 keep-alive upstream
+# answering GET /hello with 64 bytes).
+#
+#   Benchmarks/per-request.sh [-n N] [-N N_CALLGRIND] [target...]
+#
+#   target   nghttpx assertgate (default both), assertgate-old (the binary
+#            OLD_ASSERTGATE names): each started fresh, one at a time
+#   -n N     requests of each native run (default 100000), h2load -c 32 -m 32
+#   -N N     requests under callgrind (default 10000), h2load -c 4 -m 8: 32
+#            streams, so neither proxy's upstream connections time out while
+#            valgrind slows it ~50 times
+#
+# Native runs (after 20,000 requests of warm-up): syscalls from the
+# raw_syscalls:sys_enter tracepoint over every thread of the proxy
+# (`perf stat -p`), the busiest syscalls from `perf trace -s` in a second run,
+# TCP segments from `nstat` (TcpOutSegs, the whole machine: both hops, and
+# anything else on it) and the upstream hop's alone from `ss -ti` (segs_out +
+# segs_in of the proxy's upstream sockets, which the warm-up opened).
+# Callgrind runs: Ir (user-space instructions, all threads) and calls to
+# malloc/calloc/realloc and to Swift's retain/release between
+# `callgrind_control -z` and `-d`, read by Benchmarks/callgrind_counts.py.
+# Valgrind 3.19 cannot read a Swift 6.3 binary's DWARF, so the gateway runs
+# as a copy without debug info (`objcopy --strip-debug`, symbols kept), with
+# Benchmarks/valgrind-sigsuspend.c preloaded (see there).
+#
+# Needs: nghttp2-proxy nghttp2-client nginx linux-perf valgrind iproute2
+# python3 gcc, and a release build (swift build -c release --product assertgate).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+N=100000 NCG=10000 TARGETS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -n) N=$2; shift ;;
+    -N) NCG=$2; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    nghttpx | assertgate | assertgate-old) TARGETS+=("$1") ;;
+    *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(nghttpx assertgate)
+export PATH="$PATH:/usr/sbin"
+BIN=""
+if [[ " ${TARGETS[*]} " == *" assertgate "* ]]; then
+    BIN="$(cd "$ROOT" && swift build -c release --show-bin-path 2>/dev/null || echo "$ROOT/.build/release")"
+    [ -x "$BIN/assertgate" ] || { echo "build first: swift build -c release --product assertgate" >&2; exit 2; }
+fi
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-per-request.XXXXXX")"
+echo "work directory: $WORK" >&2
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+UP=$(free_port)
+cc -O2 -shared -fPIC -o "$WORK/sigsuspend.so" "$ROOT/Benchmarks/valgrind-sigsuspend.c"
+
+live=()
+spawn() { local log=$1; shift; setsid "$@" </dev/null >"$log" 2>&1 & SPAWNED=$!; live+=("$SPAWNED"); }
+session_members() {
+    python3 - "$1" <<'PY'
+import os, sys
+for d in os.listdir("/proc"):
+    if d.isdigit():
+        try:
+            f = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if f[3] == sys.argv[1]:
+            print(d)
+PY
+}
+stop() {
+    local pid=$1 p
+    for p in $(session_members "$pid"); do kill -TERM "$p" 2>/dev/null || true; done
+    for _ in $(seq 50); do [ -z "$(session_members "$pid")" ] && break; sleep 0.1; done
+    for p in $(session_members "$pid"); do kill -KILL "$p" 2>/dev/null || true; done
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() { local p; for p in "${live[@]}"; do stop "$p"; done; }
+trap cleanup EXIT
+wait_listening() {
+    for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1
+}
+
+mkdir -p "$WORK/up"
+cat >"$WORK/up/nginx.conf" <<EOF
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid $WORK/up/nginx.pid;
+error_log $WORK/up/error.log warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    keepalive_requests 1000000000;
+    keepalive_timeout 300s;
+    server {
+        listen 127.0.0.1:$UP backlog=4096;
+        location = /hello { default_type application/json; return 200 '{"service":"legacy-api","msg":"hello","ok":true,"pad":"xxxxxxx"}'; }
+        location / { return 404; }
+    }
+}
+EOF
+spawn "$WORK/up/out.log" nginx -p "$WORK/up" -c "$WORK/up/nginx.conf" -e "$WORK/up/error.log" -g 'daemon off;'
+wait_listening "$UP"
+
+configure() { # TARGET CALLGRIND(0/1): sets PORT and CMD
+    local t=$1 cg=$2 dir="$WORK/$1"
+    mkdir -p "$dir"
+    PORT=$(free_port)
+    local vg=(valgrind --tool=callgrind "--callgrind-out-file=$dir/callgrind.%p")
+    case "$t" in
+    nghttpx)
+        cat >"$dir/nghttpx.conf" <<EOF
+frontend=127.0.0.1,$PORT;no-tls
+backend=127.0.0.1,$UP;;proto=http/1.1
+workers=1
+frontend-http2-max-concurrent-streams=128
+backend-keep-alive-timeout=300s
+frontend-keep-alive-timeout=300s
+no-via=yes
+no-ocsp=yes
+log-level=WARN
+errorlog-file=$dir/error.log
+EOF
+        CMD=(nghttpx "--conf=$dir/nghttpx.conf")
+        if [ "$cg" = 1 ]; then CMD=("${vg[@]}" --trace-children=yes "${CMD[@]}"); fi
+        ;;
+    assertgate | assertgate-old)
+        local gw="$BIN/assertgate"
+        [ "$t" = assertgate ] || gw=${OLD_ASSERTGATE:?set OLD_ASSERTGATE}
+        sed -e "s/127\.0\.0\.1:9301/127.0.0.1:$PORT/; s/127\.0\.0\.1:9391/127.0.0.1:$(free_port)/; s#http://127\.0\.0\.1:9001#http://127.0.0.1:$UP#" \
+            "$ROOT/Benchmarks/passthrough-bench.yaml" >"$dir/gateway.yaml"
+        CMD=("$gw" serve --config "$dir/gateway.yaml" --workers 1)
+        if [ "$cg" = 1 ]; then
+            objcopy --strip-debug "$gw" "$dir/assertgate-nodebug"
+            CMD=(env "LD_PRELOAD=$WORK/sigsuspend.so" "${vg[@]}" "$dir/assertgate-nodebug" serve --config "$dir/gateway.yaml" --workers 1)
+        fi
+        ;;
+    esac
+}
+
+up_segs() { # segs_out + segs_in of the sockets connected to the upstream's port
+    ss -tinH state established "( dport = :$UP )" | grep -o ' segs_\(out\|in\):[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }'
+}
+nstat_out() { nstat -az TcpOutSegs | awk '$1 == "TcpOutSegs" { print $2 }'; }
+ticks() { local s=0 p; for p in "$@"; do s=$((s + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done; echo $s; }
+
+printf 'target\trequests\tsyscalls/req\tsegments/req (all hops)\tupstream segments/req\tCPU us/req (native, noisy)\tbusiest syscalls per request\n' >"$WORK/native.tsv"
+native() {
+    local t=$1 dir="$WORK/$1"
+    configure "$t" 0
+    spawn "$dir/native.log" "${CMD[@]}"
+    local sid=$SPAWNED url
+    wait_listening "$PORT"
+    url="http://127.0.0.1:$PORT/hello"
+    h2load -n 20000 -c 32 -m 32 "$url" >"$dir/warmup.txt" 2>&1
+    local pids
+    pids=$(session_members "$sid" | paste -sd, -)
+    local s0 u0 c0
+    s0=$(nstat_out); u0=$(up_segs); c0=$(ticks ${pids//,/ })
+    perf stat -x, -e raw_syscalls:sys_enter -p "$pids" -o "$dir/perf-stat.txt" -- h2load -n "$N" -c 32 -m 32 "$url" >"$dir/run.txt" 2>&1
+    local s1 u1 c1
+    s1=$(nstat_out); u1=$(up_segs); c1=$(ticks ${pids//,/ })
+    grep -q "requests: $N total, $N started, $N done, $N succeeded" "$dir/run.txt" || { echo "$t: not every request succeeded" >&2; tail "$dir/run.txt" >&2; exit 1; }
+    perf trace -s -p "$pids" -o "$dir/perf-trace.txt" -- h2load -n "$N" -c 32 -m 32 "$url" >"$dir/run-trace.txt" 2>&1 || true
+    stop "$sid"
+    python3 - "$t" "$N" "$dir/perf-stat.txt" "$dir/perf-trace.txt" "$s0" "$s1" "$u0" "$u1" "$c0" "$c1" "$(getconf CLK_TCK)" "$dir/run.txt" >>"$WORK/native.tsv" <<'PY'
+import collections, re, sys
+t, n, stat, trace = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+s0, s1, u0, u1, c0, c1, hz = (int(x) for x in sys.argv[5:12])
+sys_total = next(int(l.split(",")[0]) for l in open(stat) if "raw_syscalls:sys_enter" in l)
+calls = collections.Counter()
+for l in open(trace):
+    m = re.match(r"\s+(\w+)\s+(\d+)\s+\d+\s+[\d.]+", l)
+    if m:
+        calls[m.group(1)] += int(m.group(2))
+busiest = ", ".join(f"{k} {v / n:.2f}" for k, v in calls.most_common(5))
+print("\t".join([t, str(n), f"{sys_total / n:.2f}", f"{(s1 - s0) / n:.2f}", f"{(u1 - u0) / n:.2f}",
+                 f"{(c1 - c0) / hz * 1e6 / n:.1f}", busiest]))
+PY
+    tail -n 1 "$WORK/native.tsv" >&2
+}
+
+callgrind() {
+    local t=$1 dir="$WORK/$1"
+    configure "$t" 1
+    spawn "$dir/callgrind.log" "${CMD[@]}"
+    local sid=$SPAWNED url="http://127.0.0.1:$PORT/hello"
+    wait_listening "$PORT"
+    h2load -n 2000 -c 4 -m 8 "$url" >"$dir/cg-warmup.txt" 2>&1
+    local p
+    for p in $(session_members "$sid"); do if grep -q valgrind "/proc/$p/cmdline" 2>/dev/null; then callgrind_control -z "$p" >/dev/null || true; fi; done
+    h2load -n "$NCG" -c 4 -m 8 "$url" >"$dir/cg-run.txt" 2>&1
+    for p in $(session_members "$sid"); do if grep -q valgrind "/proc/$p/cmdline" 2>/dev/null; then callgrind_control -d "$p" >/dev/null || true; fi; done
+    sleep 1
+    grep -q "requests: $NCG total, $NCG started, $NCG done, $NCG succeeded" "$dir/cg-run.txt" || { echo "$t (callgrind): not every request succeeded" >&2; tail "$dir/cg-run.txt" >&2; }
+    stop "$sid"
+    python3 "$ROOT/Benchmarks/callgrind_counts.py" "$NCG" "$dir"/callgrind.*.1 --top 30 >"$dir/callgrind.txt"
+    echo "== $t (callgrind, $NCG requests, h2load -c 4 -m 8)"
+    head -n 12 "$dir/callgrind.txt"
+}
+
+{
+    echo "date (UTC): $(date -u '+%Y-%m-%d %H:%M'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "versions: $(nghttpx --version 2>&1 | head -n 1); $(h2load --version 2>&1 | head -n 1); $(valgrind --version)"
+} | tee "$WORK/env.txt"
+for t in "${TARGETS[@]}"; do native "$t"; done
+column -t -s $'\t' "$WORK/native.tsv"
+for t in "${TARGETS[@]}"; do callgrind "$t"; done
+echo "raw: $WORK" >&2
