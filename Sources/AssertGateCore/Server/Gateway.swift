@@ -134,15 +134,16 @@ public final class Gateway: Sendable {
                     let sync = channel.pipeline.syncOperations
                     // The settings current at accept; a connection keeps them for its life.
                     let settings = live.withLockedValue { $0 }
-                    try sync.addHandler(
-                        ConnectionTimeoutHandler(
-                            handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
-                            headerTimeout: settings.headerTimeout))
+                    let timeouts = ConnectionTimeoutHandler(
+                        handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
+                        headerTimeout: settings.headerTimeout)
+                    try sync.addHandler(timeouts)
                     if let tls = settings.tls {
                         try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
-                        try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
+                        try sync.addHandler(
+                            ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https", timeouts: timeouts))
                     } else {
-                        try sync.addHandler(ProtocolDetector(worker: worker))
+                        try sync.addHandler(ProtocolDetector(worker: worker, timeouts: timeouts))
                     }
                 }
             }
