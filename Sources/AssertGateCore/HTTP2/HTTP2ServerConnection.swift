@@ -271,9 +271,6 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
         let snapshot = worker.snapshot
         var headers = head.fields
-        if !head.cookies.isEmpty {
-            headers.add(name: "cookie", value: head.cookies.joined(separator: "; "))
-        }
         let accepted = HeaderRewriter.sanitizeClientHeaders(&headers, snapshot: snapshot)
         let framing: RequestBodyFraming
         if endStream {

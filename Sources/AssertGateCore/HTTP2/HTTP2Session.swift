@@ -103,6 +103,8 @@ final class HTTP2Session {
         /// A head (else trailers: counted, not decoded).
         var isHead = false
         var head = HTTP2HeaderBlock()
+        /// `cookie` crumbs, joined into one field when the block ends.
+        var cookies: [String] = []
         var listBytes = 0
         /// Past the limit: the rest of the block is decoded and dropped.
         var overLimit = false
@@ -119,10 +121,6 @@ final class HTTP2Session {
         self.settings = settings
         self.allocator = allocator
         self.headCategory = headCategory
-    }
-
-    deinit {
-        nghttp2_session_del(raw)
     }
 
     /// A server session with its SETTINGS and connection window queued (the
@@ -167,6 +165,11 @@ final class HTTP2Session {
         guard srv == 0 else { throw HTTP2SessionError(code: srv) }
         _ = nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, settings.connectionWindow)
         return session
+    }
+
+    /// The only place the session is freed: nothing else holds `raw`.
+    deinit {
+        nghttp2_session_del(raw)
     }
 
     // MARK: state
@@ -447,7 +450,7 @@ final class HTTP2Session {
             // keeps no list of it), so the owner can answer once the block ends.
             block.overLimit = true
             block.head.fields = HTTPHeaders()
-            block.head.cookies = []
+            block.cookies = []
             return 0
         }
         guard block.isHead else { return 0 }  // trailers: counted, not forwarded
@@ -464,7 +467,7 @@ final class HTTP2Session {
         let n = String(decoding: name, as: UTF8.self)
         let v = String(decoding: value, as: UTF8.self)
         if n == "cookie" {
-            block.head.cookies.append(v)
+            block.cookies.append(v)
         } else {
             block.head.fields.add(name: n, value: v)
         }
@@ -477,6 +480,10 @@ final class HTTP2Session {
         let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
+            if id == block.streamId, !block.cookies.isEmpty {
+                // Joined here, while the fields have one owner: appended in place.
+                block.head.fields.add(name: "cookie", value: block.cookies.joined(separator: "; "))
+            }
             let ended = id == block.streamId ? block : nil
             if ended != nil { endBlock() }
             guard streams[id] != nil else { return 0 }
