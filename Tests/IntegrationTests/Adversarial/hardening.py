@@ -204,6 +204,7 @@ class H2:
         self.dec = hpack.Decoder()
         self.buf = b""
         self.closed = False
+        self.send_failed = False
         self.goaway = None
         f = SettingsFrame(0)
         for k, v in (settings or {}).items():
@@ -211,7 +212,12 @@ class H2:
         self.s.sendall(PREFACE + f.serialize())
 
     def send(self, frame):
-        self.s.sendall(frame.serialize())
+        # A server that ends the connection (GOAWAY, then close) while frames are
+        # still going out makes them fail: what it sent first is still read.
+        try:
+            self.s.sendall(frame.serialize())
+        except (BrokenPipeError, ConnectionResetError):
+            self.send_failed = True
 
     def request(self, sid, method, path, extra=(), end_stream=True):
         f = HeadersFrame(sid)
