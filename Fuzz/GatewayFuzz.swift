@@ -59,7 +59,7 @@ let fuzzSnapshot: GatewaySnapshot? = {
     guard let config = try? ConfigLoader(environment: [:]).load(yaml: yaml, filename: "/nonexistent/fuzz.yaml") else {
         return nil
     }
-    return GatewaySnapshot(config: config)
+    return try? GatewaySnapshot.build(config: config)
 }()
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -120,10 +120,10 @@ extension Integration {
             #expect(try await Self.get(h, "/x").status == 200)
             var config = h.gateway.config
             config.upstreams["legacy"]?.tls = Self.tls(ca: pki.otherCACertificate)
-            await h.gateway.reload(config)
+            await h.gateway.reload(try GatewaySnapshot.build(config: config, previous: h.gateway.snapshot))
             #expect(try await Self.get(h, "/x").status == 502)
             config.upstreams["legacy"]?.tls = Self.tls(ca: pki.caCertificate)
-            await h.gateway.reload(config)
+            await h.gateway.reload(try GatewaySnapshot.build(config: config, previous: h.gateway.snapshot))
             #expect(try await Self.get(h, "/x").status == 200)
             try await h.stop()
         }
@@ -141,13 +141,13 @@ extension Integration {
             let h = try await Self.gateway(port: up.port, tls: Self.tls(ca: ca))
             let first = try await Self.get(h, "/x")
             #expect(first.status == 200)
-            await h.gateway.reload(h.gateway.config)
+            await h.gateway.reload(try GatewaySnapshot.build(config: h.gateway.config, previous: h.gateway.snapshot))
             let same = try await Self.get(h, "/x")
             #expect(same.status == 200)
             #expect(try Self.seen(same.body).connection == Self.seen(first.body).connection)
             try FileManager.default.removeItem(atPath: ca)
             try FileManager.default.copyItem(atPath: pki.otherCACertificate, toPath: ca)
-            await h.gateway.reload(h.gateway.config)
+            await h.gateway.reload(try GatewaySnapshot.build(config: h.gateway.config, previous: h.gateway.snapshot))
             #expect(try await Self.get(h, "/x").status == 502)
             try await h.stop()
         }

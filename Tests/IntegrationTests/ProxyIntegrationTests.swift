@@ -179,7 +179,7 @@ extension Integration {
             try await h.upstream.waitForRequests(1)
             var next = h.gateway.config
             next.routes = [RouteConfig(match: RouteMatch(kind: .prefix("/only/")), upstream: "legacy", mode: .passthrough)]
-            await h.gateway.reload(next)
+            await h.gateway.reload(try GatewaySnapshot.build(config: next, previous: h.gateway.snapshot))
             let after = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-w", "\n%{http_code}", "\(h.base)/hello"])
             #expect(after.stdout.hasSuffix("\n404"))
             let inflight = try await slow

@@ -12,8 +12,7 @@ public enum ConfigMaterials {
         if case .redis(let redis) = config.store {
             do { _ = try RedisClientConfiguration(redis) } catch { out.append("store.redis: \(error)") }
         }
-        do { _ = try EnforcementContext(config: config) } catch { out.append("\(error)") }
-        do { _ = try UpstreamTLSContexts(config: config) } catch { out.append("\(error)") }
+        do { _ = try GatewaySnapshot.build(config: config) } catch { out += error.failures.map { "\($0)" } }
         if let fraud = config.fraudMetric {
             do {
                 _ = try TLSClientContext(caFile: fraud.caFile, certificatePath: nil, privateKeyPath: nil)

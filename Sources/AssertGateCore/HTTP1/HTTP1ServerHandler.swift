@@ -36,21 +36,21 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     static let highWater = 512 << 10
     static let lowWater = 128 << 10
 
-    init(worker: Worker, scheme: String) {
+    /// The connection's timeouts (nil in tests that build a bare pipeline):
+    /// told when a request head is awaited and when it is complete.
+    private let timeouts: ConnectionTimeoutHandler?
+
+    init(worker: Worker, scheme: String, timeouts: ConnectionTimeoutHandler? = nil) {
         self.worker = worker
         self.scheme = scheme
+        self.timeouts = timeouts
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.clientAddress = context.channel.remoteAddress?.ipAddress
-        timeouts = try? context.pipeline.syncOperations.handler(type: ConnectionTimeoutHandler.self)
         timeouts?.awaitRequestHead()
     }
-
-    /// The connection's timeouts (absent in tests that build a bare pipeline):
-    /// told when a request head is awaited and when it is complete.
-    private var timeouts: ConnectionTimeoutHandler?
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil

@@ -1,24 +1,13 @@
 import NIOCore
 import NIOHTTP1
 
-/// One client stream: the request as decoded from HEADERS, and the response
-/// body waiting for nghttp2's data provider. It is the pipeline's `ResponseSink`.
-final class HTTP2Stream: ResponseSink {
+/// One client stream as the gateway sees it: the pipeline's `ResponseSink`,
+/// and the response body waiting for nghttp2's data provider (its
+/// `HTTP2DataSource`). The request head arrives decoded (`HTTP2HeaderBlock`).
+final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     let id: Int32
     /// Weak: a pipeline whose gate work outlives the connection may still hold this stream.
     weak var connection: HTTP2ServerConnection?
-
-    // Request, filled by on_header.
-    var method: String?
-    var path: String?
-    var authority: String?
-    var headers = HTTPHeaders()
-    var cookies: [String] = []
-    var headerListBytes = 0
-    var headersTooLarge = false
-    /// nghttp2 refused the head's block for the whole connection (counted once).
-    var blockFailed = false
-    var headersDone = false
 
     var pipeline: RequestPipeline?
     /// nghttp2 closed the stream (on_stream_close seen).
@@ -31,8 +20,6 @@ final class HTTP2Stream: ResponseSink {
     var outQueue: [ByteBuffer] = []
     var outBytes = 0
     var outEnded = false
-    /// The data provider returned NGHTTP2_ERR_DEFERRED and waits for resume_data.
-    var deferred = false
     var congested = false
     /// When queued response bytes last moved (queued into an empty queue, or
     /// taken by nghttp2): `limits.streamWriteTimeout` counts from here.
@@ -96,16 +83,35 @@ final class HTTP2Stream: ResponseSink {
         connection?.requestFinished()
     }
 
-    /// Copies up to `length` queued bytes into nghttp2's frame buffer (data provider).
-    /// Runs inside an nghttp2 callback: touches only this object.
-    func fill(_ dst: UnsafeMutablePointer<UInt8>, length: Int) -> Int {
+    /// nghttp2's data provider: the queued bytes, the end once queued and
+    /// taken, or a wait (`deferred`) until `resumeIfDeferred`.
+    func readData(into buffer: UnsafeMutableRawBufferPointer) -> HTTP2DataRead {
+        let n = fill(buffer)
+        var end = false
+        if outQueue.isEmpty {
+            if outEnded {
+                end = true
+            } else if n == 0 {
+                return .deferred
+            }
+        }
+        var drained = false
+        if congested, outBytes < Self.lowWater {
+            congested = false
+            drained = true
+        }
+        return .bytes(n, end: end, drained: drained)
+    }
+
+    /// Copies queued bytes into `dst` (nghttp2's frame buffer). Runs inside an
+    /// nghttp2 callback: touches only this object.
+    private func fill(_ dst: UnsafeMutableRawBufferPointer) -> Int {
+        guard let base = dst.baseAddress else { return 0 }
         var written = 0
-        while written < length, var head = outQueue.first {
-            let n = min(length - written, head.readableBytes)
+        while written < dst.count, var head = outQueue.first {
+            let n = min(dst.count - written, head.readableBytes)
             head.withUnsafeReadableBytes { src in
-                if let base = src.baseAddress {
-                    (dst + written).update(from: base.assumingMemoryBound(to: UInt8.self), count: n)
-                }
+                if let from = src.baseAddress { (base + written).copyMemory(from: from, byteCount: n) }
             }
             head.moveReaderIndex(forwardBy: n)
             written += n

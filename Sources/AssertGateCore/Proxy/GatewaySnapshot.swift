@@ -13,19 +13,52 @@ public final class GatewaySnapshot: Sendable {
     /// Lower-cased names of the three assertion headers.
     let assertionHeadersLower: [[UInt8]]
 
-    /// Verifier, trust anchors and trust-header signer of this configuration;
-    /// nil only when its trust anchors could not be loaded (serve refuses such
-    /// a file before it gets here).
+    /// Verifier, trust anchors and trust-header signer of this configuration
+    /// (always there in a snapshot `build` made; nil only in tests that need none).
     public let enforcement: EnforcementContext?
-    /// TLS of the `https://` upstreams; a context that could not be loaded
-    /// is missing (serve refuses such a file before it gets here), and
-    /// requests to that upstream then fail to connect.
+    /// TLS of the `https://` upstreams.
     public let upstreamTLS: UpstreamTLSContexts
 
-    public init(config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts? = nil) {
+    /// Everything a configuration needs at run time, made in one place: the
+    /// enforcement context (trust anchors read and parsed once) and the
+    /// upstream TLS contexts (those whose settings and files did not change
+    /// since `previous` are kept, with their connections). Every file is
+    /// tried, and all that fail are named in the error, so `check-config`
+    /// can list them; nothing half-built comes out.
+    public static func build(config: GatewayConfig, previous: GatewaySnapshot? = nil) throws(BuildError)
+        -> GatewaySnapshot
+    {
+        var failures: [any Error] = []
+        var enforcement: EnforcementContext?
+        var upstreamTLS: UpstreamTLSContexts?
+        do {
+            // Whether receipts are refreshed is fixed at start: a reload keeps it.
+            enforcement = try EnforcementContext(
+                config: config, refreshesReceipts: previous?.enforcement?.refreshesReceipts)
+        } catch {
+            failures.append(error)
+        }
+        do {
+            upstreamTLS = try UpstreamTLSContexts(config: config, reusing: previous?.upstreamTLS)
+        } catch {
+            failures.append(error)
+        }
+        guard failures.isEmpty, let enforcement, let upstreamTLS else { throw BuildError(failures: failures) }
+        return GatewaySnapshot(config: config, enforcement: enforcement, upstreamTLS: upstreamTLS)
+    }
+
+    /// What `build` could not load, each failure naming its file or setting.
+    public struct BuildError: Error, CustomStringConvertible {
+        public let failures: [any Error]
+        public var description: String { failures.map { "\($0)" }.joined(separator: "\n") }
+    }
+
+    /// A snapshot of what the caller already has (`build` makes the real
+    /// ones): tests pass only what they exercise.
+    init(config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts = .none) {
         self.config = config
-        self.enforcement = enforcement ?? (try? EnforcementContext(config: config))
-        self.upstreamTLS = upstreamTLS ?? (try? UpstreamTLSContexts(config: config)) ?? .none
+        self.enforcement = enforcement
+        self.upstreamTLS = upstreamTLS
         self.trustPrefixLower = Array(config.trust.headerPrefix.lowercased().utf8)
         self.trustHeaderName = config.trust.headerPrefix + "Trust"
         self.reasonHeaderName = config.trust.headerPrefix + "Reason"

@@ -41,11 +41,9 @@ public final class GatewayServer: Sendable {
         } catch {
             throw StartError(description: error.diagnostics.map(\.description).joined(separator: "\n"))
         }
-        let enforcement: EnforcementContext
-        let upstreamTLS: UpstreamTLSContexts
+        let snapshot: GatewaySnapshot
         do {
-            enforcement = try EnforcementContext(config: config)
-            upstreamTLS = try UpstreamTLSContexts(config: config)
+            snapshot = try GatewaySnapshot.build(config: config)
         } catch {
             throw StartError(description: "\(configPath): \(error)")
         }
@@ -72,7 +70,8 @@ public final class GatewayServer: Sendable {
             try? await group.shutdownGracefully()
         }
         var refresher: ReceiptRefresher?
-        if let fraud = config.fraudMetric, let refresherGroup {
+        // A built snapshot always has its enforcement context.
+        if let fraud = config.fraudMetric, let refresherGroup, let enforcement = snapshot.enforcement {
             do {
                 refresher = try Self.makeRefresher(
                     fraud, enforcement: enforcement, loop: refresherGroup.next(),
@@ -93,8 +92,7 @@ public final class GatewayServer: Sendable {
                 ]
             },
             makeObserver: { _ in RequestObservers([MetricsObserver(metrics: metrics), RequestLog(logger: logger)]) })
-        let gateway = Gateway(
-            config: config, enforcement: enforcement, upstreamTLS: upstreamTLS, group: group, logger: logger, hooks: hooks)
+        let gateway = Gateway(snapshot: snapshot, group: group, logger: logger, hooks: hooks)
         let ports: [Int]
         do {
             ports = try await gateway.start()
@@ -226,13 +224,11 @@ public final class GatewayServer: Sendable {
         }
         defer { reloading.withLockedValue { $0 = false } }
         let config: GatewayConfig
-        let enforcement: EnforcementContext
-        let upstreamTLS: UpstreamTLSContexts
+        let snapshot: GatewaySnapshot
         let certificates: Gateway.CertificateReload
         do {
             config = try ConfigLoader.load(path: configPath)
-            enforcement = try EnforcementContext(config: config, refreshesReceipts: refresher != nil)
-            upstreamTLS = try UpstreamTLSContexts(config: config, reusing: gateway.upstreamTLS)
+            snapshot = try GatewaySnapshot.build(config: config, previous: gateway.snapshot)
             // Last: it swaps the listeners' certificates once every one has loaded.
             certificates = try gateway.reloadListeners(from: config)
         } catch let error as ConfigError {
@@ -257,7 +253,7 @@ public final class GatewayServer: Sendable {
         if !certificates.reloaded.isEmpty {
             logger.info("TLS certificates reloaded", metadata: ["listeners": "\(certificates.reloaded.map(\.description))"])
         }
-        await gateway.reload(config, enforcement: enforcement, upstreamTLS: upstreamTLS)
+        await gateway.reload(snapshot)
         admin.update(token: config.admin.token)
         LogBootstrap.control.apply(config.logging)
         metrics.configReloads.labels("success").inc()

@@ -15,7 +15,9 @@ import NIOCore
 ///   header block begins (`requestHeadStarted`, HEADERS then CONTINUATIONs).
 /// It sits first in the pipeline (next to the socket) and passes everything
 /// through untouched; activity is a timestamp store, the timer is one task
-/// re-armed only when it fires or an earlier deadline appears.
+/// re-armed only when it fires or an earlier deadline appears. The handlers
+/// that call it are given it when they are made (`ProtocolDetector` passes it
+/// to the front end it installs), not found in the pipeline by type.
 final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -31,8 +33,8 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     private var awaitingHead = false
     /// When the request head in progress started, if one is.
     private var headStartedAt: NIODeadline?
-    /// Set while the handler is in a pipeline (the front ends start the
-    /// header clock from their own callbacks, outside this handler's events).
+    /// Set while the handler is in a pipeline (the front ends mark it
+    /// established and run the header clock from their own events).
     private var context: ChannelHandlerContext?
 
     init(handshakeTimeout: TimeAmount, idleTimeout: TimeAmount, headerTimeout: TimeAmount = .seconds(30)) {
@@ -52,10 +54,10 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         self.context = nil
     }
 
-    /// The connection is up (called by the front end once chosen): from now
+    /// The connection is up (called once the front end is chosen): from now
     /// on only inactivity closes it.
-    func markEstablished(context: ChannelHandlerContext) {
-        guard !established else { return }
+    func markEstablished() {
+        guard !established, let context else { return }
         established = true
         lastActivity = context.eventLoop.now
         disarm()

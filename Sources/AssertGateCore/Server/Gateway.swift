@@ -31,8 +31,7 @@ public final class Gateway: Sendable {
     }
 
     private struct State {
-        var config: GatewayConfig
-        var upstreamTLS: UpstreamTLSContexts
+        var snapshot: GatewaySnapshot
         /// The listeners as bound at start, each with the box its accepts read
         /// their TLS context and timeouts from (updated by `reloadListeners`).
         var bound: [(listener: ListenerConfig, live: NIOLockedValueBox<LiveListener>)] = []
@@ -41,17 +40,16 @@ public final class Gateway: Sendable {
         var shutDown = false
     }
 
-    /// `group` is usually `MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)`:
-    /// one worker per loop. The group stays owned by the caller.
+    /// `snapshot` comes from `GatewaySnapshot.build`. `group` is usually
+    /// `MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)`: one
+    /// worker per loop. The group stays owned by the caller.
     public init(
-        config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts? = nil,
-        group: any EventLoopGroup, logger: Logger, hooks: GatewayHooks = GatewayHooks()
+        snapshot: GatewaySnapshot, group: any EventLoopGroup, logger: Logger, hooks: GatewayHooks = GatewayHooks()
     ) {
         self.group = group
         self.logger = logger
         self.hooks = hooks
-        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement, upstreamTLS: upstreamTLS)
-        self.state = NIOLockedValueBox(State(config: config, upstreamTLS: snapshot.upstreamTLS))
+        self.state = NIOLockedValueBox(State(snapshot: snapshot))
         var workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>] = [:]
         for loop in group.makeIterator() {
             let worker = Worker(
@@ -66,18 +64,18 @@ public final class Gateway: Sendable {
         MultiThreadedEventLoopGroup(numberOfThreads: max(1, threads ?? System.coreCount))
     }
 
-    /// The configuration currently in force for new requests.
-    public var config: GatewayConfig { state.withLockedValue { $0.config } }
+    /// What new requests start with: the last snapshot given (a reload's
+    /// `previous`, so unchanged upstream TLS contexts are reused).
+    public var snapshot: GatewaySnapshot { state.withLockedValue { $0.snapshot } }
 
-    /// The upstream TLS contexts in force for new requests (a reload reuses
-    /// the ones whose settings and files did not change).
-    public var upstreamTLS: UpstreamTLSContexts { state.withLockedValue { $0.upstreamTLS } }
+    /// The configuration currently in force for new requests.
+    public var config: GatewayConfig { snapshot.config }
 
     /// Binds every listener (port 0 = ephemeral) and returns the bound ports in listener order.
     public func start() async throws -> [Int] {
         let config = state.withLockedValue { s -> GatewayConfig in
             s.started = true
-            return s.config
+            return s.snapshot.config
         }
         for (_, box) in workers {
             try await box.eventLoop.submit { box.value.upstreams.startSweeping() }.get()
@@ -134,15 +132,16 @@ public final class Gateway: Sendable {
                     let sync = channel.pipeline.syncOperations
                     // The settings current at accept; a connection keeps them for its life.
                     let settings = live.withLockedValue { $0 }
-                    try sync.addHandler(
-                        ConnectionTimeoutHandler(
-                            handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
-                            headerTimeout: settings.headerTimeout))
+                    let timeouts = ConnectionTimeoutHandler(
+                        handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
+                        headerTimeout: settings.headerTimeout)
+                    try sync.addHandler(timeouts)
                     if let tls = settings.tls {
                         try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))
-                        try sync.addHandler(ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https"))
+                        try sync.addHandler(
+                            ProtocolDetector(worker: worker, mode: .awaitNegotiation, scheme: "https", timeouts: timeouts))
                     } else {
-                        try sync.addHandler(ProtocolDetector(worker: worker))
+                        try sync.addHandler(ProtocolDetector(worker: worker, timeouts: timeouts))
                     }
                 }
             }
@@ -201,26 +200,11 @@ public final class Gateway: Sendable {
         return result
     }
 
-    /// Swaps in a new configuration: new requests use it, in-flight ones finish on the old.
-    /// (Listeners are not rebound; changing them needs a restart.)
-    public func reload(
-        _ config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts? = nil
-    ) async {
-        var tls = upstreamTLS
-        if tls == nil {
-            do {
-                tls = try UpstreamTLSContexts(config: config, reusing: self.upstreamTLS)
-            } catch {
-                // GatewayServer refuses such a file before it gets here; a direct
-                // caller gets https:// upstreams that fail closed, and this line.
-                logger.error("upstream TLS settings did not load; those upstreams will answer 502", metadata: ["error": "\(error)"])
-            }
-        }
-        let snapshot = GatewaySnapshot(config: config, enforcement: enforcement, upstreamTLS: tls ?? UpstreamTLSContexts.none)
-        state.withLockedValue {
-            $0.config = config
-            $0.upstreamTLS = snapshot.upstreamTLS
-        }
+    /// Swaps in a new snapshot (from `GatewaySnapshot.build`): new requests
+    /// use it, in-flight ones finish on the old. (Listeners are not rebound;
+    /// changing them needs a restart.)
+    public func reload(_ snapshot: GatewaySnapshot) async {
+        state.withLockedValue { $0.snapshot = snapshot }
         for (_, box) in workers {
             try? await box.eventLoop.submit { box.value.snapshot = snapshot }.get()
         }

@@ -31,13 +31,17 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
     private let worker: Worker
     private let mode: Mode
     private let scheme: String
+    /// The connection's timeouts (nil in tests that build a bare pipeline):
+    /// marked established once a front end is chosen, and handed to it.
+    private let timeouts: ConnectionTimeoutHandler?
     private var buffered: ByteBuffer?
     private var decided = false
 
-    init(worker: Worker, mode: Mode = .detect, scheme: String = "http") {
+    init(worker: Worker, mode: Mode = .detect, scheme: String = "http", timeouts: ConnectionTimeoutHandler? = nil) {
         self.worker = worker
         self.mode = mode
         self.scheme = scheme
+        self.timeouts = timeouts
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -114,13 +118,14 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
         let sync = context.pipeline.syncOperations
         do {
             if http2 {
-                try sync.addHandler(HTTP2ServerConnection(worker: worker, scheme: scheme), position: .after(self))
+                try sync.addHandler(
+                    HTTP2ServerConnection(worker: worker, scheme: scheme, timeouts: timeouts), position: .after(self))
             } else {
                 var limits = NIOHTTPDecoderLimitConfiguration()
                 let max = worker.snapshot.config.limits.maxHeaderListBytes
                 limits.maxHeaderListSize = max
                 limits.maxHeaderFieldSize = max
-                let handler = HTTP1ServerHandler(worker: worker, scheme: scheme)
+                let handler = HTTP1ServerHandler(worker: worker, scheme: scheme, timeouts: timeouts)
                 try sync.addHandler(handler, position: .after(self))
                 try sync.configureHTTPServerPipeline(
                     position: .after(self), withPipeliningAssistance: true, withServerUpgrade: nil,
@@ -131,10 +136,8 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
-        if let timeouts = try? sync.handler(type: ConnectionTimeoutHandler.self),
-            let timeoutContext = try? sync.context(handler: timeouts)
-        {
-            timeouts.markEstablished(context: timeoutContext)
+        if let timeouts {
+            timeouts.markEstablished()
             // The bytes read to choose HTTP/1.1 are the start of its first request
             // head: its header clock runs from them, not from the next read.
             if !http2, let b = buffered, b.readableBytes > 0 { timeouts.requestHeadStarted() }

@@ -16,8 +16,7 @@ import Testing
     }
 
     private func establish(_ ch: EmbeddedChannel, _ handler: ConnectionTimeoutHandler) throws {
-        let context = try ch.pipeline.syncOperations.context(handler: handler)
-        handler.markEstablished(context: context)
+        handler.markEstablished()
     }
 
     @Test func notEstablishedInTimeIsClosedEvenIfBytesArrive() throws {

@@ -6,6 +6,8 @@ import NIOCore
 final class TestH2Client {
     struct Response {
         var headers: [(String, String)] = []
+        /// Names of the fields the server's encoder sent never-indexed (HPACK §6.2.3).
+        var neverIndexed: [String] = []
         var body: [UInt8] = []
         var closed = false
         var errorCode: UInt32 = 0
@@ -23,11 +25,15 @@ final class TestH2Client {
         var cbs: OpaquePointer?
         nghttp2_session_callbacks_new(&cbs)
         defer { nghttp2_session_callbacks_del(cbs) }
-        nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
+        nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, flags, ud in
             guard let c = client(ud), let frame, let name, let value else { return 0 }
             let n = String(decoding: UnsafeBufferPointer(start: name, count: namelen), as: UTF8.self)
             let v = String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)
-            c.responses[frame.pointee.hd.stream_id, default: Response()].headers.append((n, v))
+            let sid = frame.pointee.hd.stream_id
+            c.responses[sid, default: Response()].headers.append((n, v))
+            if flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0 {
+                c.responses[sid, default: Response()].neverIndexed.append(n)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, sid, data, len, ud in

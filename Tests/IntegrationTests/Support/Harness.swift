@@ -30,7 +30,7 @@ struct Harness {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         var logger = Logger(label: "assertgate.test")
         logger.logLevel = .warning
-        let gateway = Gateway(config: config, group: group, logger: logger, hooks: hooks)
+        let gateway = Gateway(snapshot: try GatewaySnapshot.build(config: config), group: group, logger: logger, hooks: hooks)
         let ports = try await gateway.start()
         return Harness(upstream: upstream, gateway: gateway, group: group, port: ports.first ?? 0)
     }

@@ -1,0 +1,13 @@
+import NIOHTTP1
+
+/// A stream's head as nghttp2 decoded it (a request's, on a server session):
+/// the pseudo-header fields picked out, the regular fields in order. HTTP/2
+/// lets a client split `cookie` into one field per crumb (RFC 9113 §8.2.3);
+/// they arrive joined into one last `cookie` field, as HTTP/1.1 carries it.
+/// A client session would add `:status` here.
+struct HTTP2HeaderBlock {
+    var method: String?
+    var path: String?
+    var authority: String?
+    var fields = HTTPHeaders()
+}

@@ -1,0 +1,606 @@
+import CNGHTTP2
+import NIOCore
+import NIOHTTP1
+
+/// One nghttp2 session as a codec on bytes: frames in (`feed`), frames out
+/// (`drain`), and what happened in between as `Event`s. It knows nothing of
+/// channels, budgets or requests: the handler that owns it moves the bytes and
+/// decides what the events mean (`HTTP2ServerConnection`).
+///
+/// nghttp2's callbacks only record: they append events, decode header blocks
+/// and copy outgoing bytes from the streams' data sources. They never call
+/// nghttp2 (debug builds assert it), so every method here is a plain nghttp2
+/// call made outside them.
+///
+/// Lifetimes: `user_data` is this object, unretained — it deletes the session
+/// in `deinit`, so it outlives every callback. A stream's data source is kept
+/// here until nghttp2 closes the stream (the provider names the stream, not
+/// the source). Memory lent to nghttp2 (fed bytes, header lists) is valid only
+/// inside the call that lends it.
+///
+/// Only the server side exists. A client session (h2 upstreams) is the same
+/// object made with `nghttp2_session_client_new2`: `submitRequest` in place
+/// of the `submitResponse` pair, response heads as its `headCategory`, and the
+/// same events.
+final class HTTP2Session {
+    /// What the session advertises and enforces.
+    struct Settings {
+        var maxConcurrentStreams: Int
+        /// Advertised as SETTINGS_MAX_HEADER_LIST_SIZE and enforced per
+        /// stream over its head and trailers (RFC 9113's size: name + value + 32).
+        var maxHeaderListBytes: Int
+        /// nghttp2's own RST_STREAM limiter.
+        var streamResetBurst: Int
+        var streamResetPerSecond: Double
+        var initialStreamWindow: UInt32 = 256 << 10
+        var connectionWindow: Int32 = 1 << 20
+        /// The most one `drain` moves, so one busy connection cannot fill
+        /// memory (or hog the loop) in one go.
+        var maxOutputPerDrain = 1 << 20
+    }
+
+    /// Recorded by the callbacks, in the order nghttp2 reported them.
+    enum Event {
+        /// A header block began (HEADERS: a head or trailers). It ends with
+        /// `headerBlockEnded`, or when its stream closes.
+        case headerBlockStarted(Int32)
+        case headerBlockEnded(Int32)
+        /// A stream's head, complete (a request's, on a server).
+        case head(Int32, HTTP2HeaderBlock, endStream: Bool)
+        /// Body bytes: a view of the fed buffer when they lie in it (no copy).
+        case data(Int32, ByteBuffer)
+        /// The peer ended its half (END_STREAM on DATA or trailers).
+        case end(Int32)
+        /// nghttp2 closed the stream; its data source has been let go.
+        case closed(Int32, errorCode: UInt32)
+        /// A data source's backlog fell below its low-water mark.
+        case drained(Int32)
+        /// A stream's head, complete, whose header list passed
+        /// `maxHeaderListBytes`: the fields past the limit were decoded and
+        /// dropped (what came before, pseudo-headers first, is kept). The
+        /// stream stays open for an answer.
+        case headTooLarge(Int32, HTTP2HeaderBlock)
+        /// Trailers took the stream's header list past the limit: nghttp2
+        /// resets the stream (its request is already under way).
+        case trailersTooLarge(Int32)
+        // Frames whose rate the owner may want to bound (nghttp2 1.52 does not limit them all).
+        case settingsReceived
+        case pingReceived
+        case emptyDataReceived(Int32)
+        case resetReceived(Int32)
+    }
+
+    private let raw: OpaquePointer
+    let settings: Settings
+    private let allocator: ByteBufferAllocator
+    /// The HEADERS category that opens a stream's head here (a request's on a server).
+    private let headCategory: nghttp2_headers_category
+
+    /// The caller's event list, lent for the length of `feed`/`drain`.
+    private var events: [Event] = []
+    /// True while nghttp2 runs: no nghttp2 function may be entered from a callback.
+    private var insideNghttp2 = false
+    /// The buffer `feed` passes to nghttp2, for zero-copy DATA slices. Set
+    /// only for the length of the `mem_recv` call that lends its bytes.
+    private var inbound: (base: UnsafeRawPointer, count: Int, buffer: ByteBuffer)?
+
+    /// What the session keeps per open stream (from its head until nghttp2 closes it).
+    private struct StreamState {
+        /// Header list bytes so far (head, then trailers).
+        var headerListBytes = 0
+        /// The head passed the limit: its trailers are dropped too.
+        var headTooLarge = false
+        var source: (any HTTP2DataSource)?
+        /// The source said `.deferred`: nghttp2 waits for `resume`.
+        var deferred = false
+    }
+    private var streams: [Int32: StreamState] = [:]
+
+    /// The header block (HEADERS + CONTINUATIONs) arriving now: at most one,
+    /// as a block's frames may not interleave with others.
+    private struct HeaderBlock {
+        var streamId: Int32 = 0  // 0: none
+        /// A head (else trailers: counted, not decoded).
+        var isHead = false
+        var head = HTTP2HeaderBlock()
+        /// `cookie` crumbs, joined into one field when the block ends.
+        var cookies: [String] = []
+        var listBytes = 0
+        /// Past the limit: the rest of the block is decoded and dropped.
+        var overLimit = false
+        /// Handed to the owner by `takeUnfinishedHead`.
+        var handedOver = false
+    }
+    private var block = HeaderBlock()
+    /// HEADERS + CONTINUATION payload of the block in progress, as sent.
+    private var blockWireBytes = 0
+
+    private init(raw: OpaquePointer, settings: Settings, allocator: ByteBufferAllocator,
+                 headCategory: nghttp2_headers_category) {
+        self.raw = raw
+        self.settings = settings
+        self.allocator = allocator
+        self.headCategory = headCategory
+    }
+
+    /// A server session with its SETTINGS and connection window queued (the
+    /// first `drain` sends them).
+    static func server(_ settings: Settings, allocator: ByteBufferAllocator) throws(HTTP2SessionError) -> HTTP2Session {
+        var cbs: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&cbs) == 0, let cbs else {
+            throw HTTP2SessionError(code: NGHTTP2_ERR_NOMEM.rawValue)
+        }
+        defer { nghttp2_session_callbacks_del(cbs) }
+        installCallbacks(cbs)
+
+        var opt: OpaquePointer?
+        guard nghttp2_option_new(&opt) == 0, let opt else { throw HTTP2SessionError(code: NGHTTP2_ERR_NOMEM.rawValue) }
+        defer { nghttp2_option_del(opt) }
+        // The owner opens the windows as the body is taken (`consume`).
+        nghttp2_option_set_no_auto_window_update(opt, 1)
+        nghttp2_option_set_stream_reset_rate_limit(
+            opt, UInt64(max(1, settings.streamResetBurst)), UInt64(max(1, settings.streamResetPerSecond.rounded(.up))))
+        nghttp2_option_set_max_continuations(opt, 8)
+        nghttp2_option_set_max_settings(opt, 32)
+        nghttp2_option_set_max_outbound_ack(opt, 1000)
+
+        // user_data is set once the object exists; until then no callback can run.
+        var s: OpaquePointer?
+        let rv = nghttp2_session_server_new2(&s, cbs, nil, opt)
+        guard rv == 0, let s else { throw HTTP2SessionError(code: rv) }
+        let session = HTTP2Session(raw: s, settings: settings, allocator: allocator, headCategory: NGHTTP2_HCAT_REQUEST)
+        nghttp2_session_set_user_data(s, Unmanaged.passUnretained(session).toOpaque())
+
+        var entries = [
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                value: UInt32(clamping: settings.maxConcurrentStreams)),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialStreamWindow),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: UInt32(clamping: settings.maxHeaderListBytes)),
+        ]
+        let srv = nghttp2_submit_settings(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        guard srv == 0 else { throw HTTP2SessionError(code: srv) }
+        _ = nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, settings.connectionWindow)
+        return session
+    }
+
+    /// The only place the session is freed: nothing else holds `raw`.
+    deinit {
+        nghttp2_session_del(raw)
+    }
+
+    // MARK: state
+
+    var wantsRead: Bool { nghttp2_session_want_read(raw) != 0 }
+    var wantsWrite: Bool { nghttp2_session_want_write(raw) != 0 }
+    /// Streams whose head has begun and that nghttp2 has not closed.
+    var hasOpenStreams: Bool { !streams.isEmpty }
+
+    /// The head being received when the session failed, if any: what was
+    /// decoded of it, its block's size on the wire so far, and whether it had
+    /// passed `maxHeaderListBytes`. Handed over once.
+    func takeUnfinishedHead() -> (head: HTTP2HeaderBlock, wireBytes: Int, overLimit: Bool)? {
+        guard block.streamId != 0, block.isHead, !block.handedOver else { return nil }
+        block.handedOver = true
+        return (block.head, blockWireBytes, block.overLimit)
+    }
+
+    // MARK: bytes in, bytes out
+
+    /// Hands `bytes` to nghttp2; what they caused is appended to `events`
+    /// (also when it throws: a bad preface, a flood nghttp2 detected, … —
+    /// nghttp2 then queued a GOAWAY if it could).
+    func feed(_ bytes: ByteBuffer, into events: inout [Event]) throws(HTTP2SessionError) {
+        assertOutsideCallbacks()
+        let rv = recording(into: &events) {
+            bytes.withUnsafeReadableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                inbound = (base, raw.count, bytes)
+                insideNghttp2 = true
+                defer {
+                    insideNghttp2 = false
+                    inbound = nil
+                }
+                return nghttp2_session_mem_recv(self.raw, base.assumingMemoryBound(to: UInt8.self), raw.count)
+            }
+        }
+        if rv < 0 { throw HTTP2SessionError(code: rv) }
+    }
+
+    /// Moves what nghttp2 has to send into `out` (allocated with the first
+    /// byte if nil) until nothing is left or `out` holds `maxOutputPerDrain`:
+    /// true in that case, when more is waiting. Streams closed or drained
+    /// meanwhile are appended to `events`.
+    func drain(into out: inout ByteBuffer?, events: inout [Event]) throws(HTTP2SessionError) -> Bool {
+        assertOutsideCallbacks()
+        let limit = settings.maxOutputPerDrain
+        let allocator = self.allocator
+        let result: Int = recording(into: &events) {
+            while true {
+                var ptr: UnsafePointer<UInt8>?
+                insideNghttp2 = true
+                let n = nghttp2_session_mem_send(raw, &ptr)
+                insideNghttp2 = false
+                if n < 0 { return n }
+                guard n > 0, let ptr else { return 0 }
+                if out == nil { out = allocator.buffer(capacity: max(4096, n)) }
+                out?.writeBytes(UnsafeRawBufferPointer(start: ptr, count: n))
+                if let o = out, o.readableBytes >= limit { return 1 }
+            }
+        }
+        if result < 0 { throw HTTP2SessionError(code: result) }
+        return result > 0
+    }
+
+    /// Runs `body` with `events` as the callbacks' record: the caller's array
+    /// is swapped in and back, so its capacity serves every call.
+    private func recording<R>(into events: inout [Event], _ body: () -> R) -> R {
+        swap(&events, &self.events)
+        defer { swap(&events, &self.events) }
+        return body()
+    }
+
+    // MARK: submitting (never from a callback)
+
+    /// A response the owner made itself; its headers are sent as they are
+    /// (names lower-cased). No `body`: the HEADERS end the stream.
+    func submitResponse(
+        _ streamId: Int32, status: Int, headers: HTTPHeaders, body: (any HTTP2DataSource)?
+    ) throws(HTTP2SessionError) {
+        assertOutsideCallbacks()
+        let rv = withNVScratch { bytes, spans, nva -> Int32 in
+            Self.appendNV(":status", String(status), flags: 0, bytes: &bytes, spans: &spans)
+            for (name, value) in headers {
+                let flags = ASCII.equalsCI(name, "x-request-id") ? Self.neverIndexed : 0
+                Self.appendNV(name, value, flags: flags, bytes: &bytes, spans: &spans)
+            }
+            return bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
+                guard let base = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
+                for s in spans { nva.append(s.nv(base)) }
+                return submit(streamId, nva, body: body)
+            }
+        }
+        if rv != 0 { throw HTTP2SessionError(code: rv) }
+    }
+
+    /// An upstream's head: the header list points straight into the parsed
+    /// head's bytes (names already lower-cased, hop-by-hop fields marked), so
+    /// no field is copied before nghttp2 copies it into its own frame.
+    /// `requestId` replaces the upstream's X-Request-Id.
+    func submitUpstreamResponse(
+        _ streamId: Int32, head: UpstreamResponseHead, requestId: String, body: any HTTP2DataSource
+    ) throws(HTTP2SessionError) {
+        assertOutsideCallbacks()
+        let rv = withNVScratch { scratch, spans, nva -> Int32 in
+            Self.appendNV(":status", String(head.status), flags: 0, bytes: &scratch, spans: &spans)
+            Self.appendNV("x-request-id", requestId, flags: Self.neverIndexed, bytes: &scratch, spans: &spans)
+            return scratch.withUnsafeMutableBufferPointer { local -> Int32 in
+                head.bytes.withUnsafeBufferPointer { upstream -> Int32 in
+                    guard let lb = local.baseAddress, let ub = upstream.baseAddress else {
+                        return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue
+                    }
+                    let upstreamBase = UnsafeMutablePointer(mutating: ub)
+                    // :status first (pseudo-headers precede fields), then the upstream's, then the id.
+                    nva.append(spans[0].nv(lb))
+                    for f in head.fields where f.forward {
+                        nva.append(
+                            nghttp2_nv(
+                                name: upstreamBase + f.nameStart, value: upstreamBase + f.valueStart,
+                                namelen: f.nameLength, valuelen: f.valueLength, flags: 0))
+                    }
+                    nva.append(spans[1].nv(lb))
+                    return submit(streamId, nva, body: body)
+                }
+            }
+        }
+        if rv != 0 { throw HTTP2SessionError(code: rv) }
+    }
+
+    /// A fresh request id per response would only churn the HPACK dynamic
+    /// table (and push out server/content-type/date): it is sent never-indexed.
+    private static let neverIndexed = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+
+    /// nghttp2 copies the list and the provider before it returns.
+    private func submit(_ streamId: Int32, _ nva: [nghttp2_nv], body: (any HTTP2DataSource)?) -> Int32 {
+        guard let body else { return nghttp2_submit_response(raw, streamId, nva, nva.count, nil) }
+        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readCallback)
+        let rv = nghttp2_submit_response(raw, streamId, nva, nva.count, &provider)
+        // A stream nghttp2 already closed keeps no source: nothing will read it.
+        if rv == 0 { streams[streamId]?.source = body }
+        return rv
+    }
+
+    /// A deferred stream's source has bytes (or its end) again: true when
+    /// nghttp2 was waiting for it, so there is output to drain.
+    func resume(_ streamId: Int32) -> Bool {
+        assertOutsideCallbacks()
+        guard streams[streamId]?.deferred == true else { return false }
+        streams[streamId]?.deferred = false
+        _ = nghttp2_session_resume_data(raw, streamId)
+        return true
+    }
+
+    /// `bytes` of the stream's body were taken: open the stream's and the
+    /// connection's windows (the connection's also when the stream is gone).
+    func consume(_ streamId: Int32, bytes: Int) {
+        assertOutsideCallbacks()
+        guard bytes > 0 else { return }
+        _ = nghttp2_session_consume(raw, streamId, bytes)
+    }
+
+    func reset(_ streamId: Int32, errorCode: UInt32) {
+        assertOutsideCallbacks()
+        _ = nghttp2_submit_rst_stream(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamId, errorCode)
+    }
+
+    /// Graceful: GOAWAY(NO_ERROR) naming the last stream processed; open
+    /// streams finish.
+    func goAway() {
+        assertOutsideCallbacks()
+        let last = nghttp2_session_get_last_proc_stream_id(raw)
+        _ = nghttp2_submit_goaway(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+    }
+
+    /// GOAWAY with `errorCode`; nghttp2 wants nothing more once it is sent.
+    func terminate(errorCode: UInt32) {
+        assertOutsideCallbacks()
+        _ = nghttp2_session_terminate_session(raw, errorCode)
+    }
+
+    @inline(__always)
+    private func assertOutsideCallbacks() {
+        assert(!insideNghttp2, "nghttp2 re-entered from a callback")
+    }
+
+    // MARK: header lists
+
+    private struct NVSpan {
+        var nameStart: Int
+        var nameLen: Int
+        var valueStart: Int
+        var valueLen: Int
+        var flags: UInt8
+
+        func nv(_ base: UnsafeMutablePointer<UInt8>) -> nghttp2_nv {
+            nghttp2_nv(name: base + nameStart, value: base + valueStart, namelen: nameLen, valuelen: valueLen, flags: flags)
+        }
+    }
+    private var nvBytes: [UInt8] = []
+    private var nvSpans: [NVSpan] = []
+    private var nvArray: [nghttp2_nv] = []
+
+    /// Lends the scratch arrays, emptied. They are moved out of the properties
+    /// (no copy, no per-byte exclusivity checks on class storage) and handed
+    /// back after, so their capacity serves the next response. The header
+    /// list's pointers are only valid inside `body`.
+    private func withNVScratch(_ body: (inout [UInt8], inout [NVSpan], inout [nghttp2_nv]) -> Int32) -> Int32 {
+        var bytes: [UInt8] = []
+        var spans: [NVSpan] = []
+        var nva: [nghttp2_nv] = []
+        swap(&bytes, &nvBytes)
+        swap(&spans, &nvSpans)
+        swap(&nva, &nvArray)
+        bytes.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
+        nva.removeAll(keepingCapacity: true)
+        defer {
+            nva.removeAll(keepingCapacity: true)
+            swap(&bytes, &nvBytes)
+            swap(&spans, &nvSpans)
+            swap(&nva, &nvArray)
+        }
+        return body(&bytes, &spans, &nva)
+    }
+
+    private static func appendNV(
+        _ name: String, _ value: String, flags: UInt8, bytes: inout [UInt8], spans: inout [NVSpan]
+    ) {
+        let ns = bytes.count
+        // One bulk copy, then lower-case in place (not a checked append per byte).
+        bytes.append(contentsOf: name.utf8)
+        let vs = bytes.count
+        bytes.withUnsafeMutableBufferPointer { b in
+            for i in ns..<vs { b[i] = ASCII.lower(b[i]) }
+        }
+        bytes.append(contentsOf: value.utf8)
+        spans.append(NVSpan(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: bytes.count - vs, flags: flags))
+    }
+
+    // MARK: nghttp2 callbacks (record only)
+
+    fileprivate func cbBeginFrame(_ hd: UnsafePointer<nghttp2_frame_hd>) -> Int32 {
+        switch UInt32(hd.pointee.type) {
+        case NGHTTP2_HEADERS.rawValue: blockWireBytes = hd.pointee.length
+        case NGHTTP2_CONTINUATION.rawValue: blockWireBytes += hd.pointee.length
+        default: break
+        }
+        return 0
+    }
+
+    fileprivate func cbBeginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        guard frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+        let id = frame.pointee.hd.stream_id
+        let isHead = frame.pointee.headers.cat == headCategory
+        if isHead { streams[id] = StreamState() }
+        let stream = streams[id]
+        block = HeaderBlock(
+            streamId: id, isHead: isHead, listBytes: stream?.headerListBytes ?? 0, overLimit: stream?.headTooLarge ?? false)
+        // Heads and trailers alike: the owner may want the block complete in time.
+        events.append(.headerBlockStarted(id))
+        return 0
+    }
+
+    fileprivate func cbHeader(
+        _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
+    ) -> Int32 {
+        let id = frame.pointee.hd.stream_id
+        guard id == block.streamId else { return 0 }
+        block.listBytes += name.count + value.count + 32
+        if block.overLimit { return 0 }  // past the limit: the rest is decoded and dropped
+        if block.listBytes > settings.maxHeaderListBytes {
+            guard block.isHead else {
+                // Trailers: nghttp2 resets the stream.
+                events.append(.trailersTooLarge(id))
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+            }
+            // A head: the rest of the block is dropped as it is decoded (nghttp2
+            // keeps no list of it), so the owner can answer once the block ends.
+            block.overLimit = true
+            block.head.fields = HTTPHeaders()
+            block.cookies = []
+            return 0
+        }
+        guard block.isHead else { return 0 }  // trailers: counted, not forwarded
+        if name.first == UInt8(ascii: ":") {
+            let v = String(decoding: value, as: UTF8.self)
+            switch String(decoding: name, as: UTF8.self) {
+            case ":method": block.head.method = v
+            case ":path": block.head.path = v
+            case ":authority": block.head.authority = v
+            default: break  // :scheme is the transport's, :protocol unsupported
+            }
+            return 0
+        }
+        let n = String(decoding: name, as: UTF8.self)
+        let v = String(decoding: value, as: UTF8.self)
+        if n == "cookie" {
+            block.cookies.append(v)
+        } else {
+            block.head.fields.add(name: n, value: v)
+        }
+        return 0
+    }
+
+    fileprivate func cbFrameRecv(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        let hd = frame.pointee.hd
+        let id = hd.stream_id
+        let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        switch UInt32(hd.type) {
+        case NGHTTP2_HEADERS.rawValue:
+            if id == block.streamId, !block.cookies.isEmpty {
+                // Joined here, while the fields have one owner: appended in place.
+                block.head.fields.add(name: "cookie", value: block.cookies.joined(separator: "; "))
+            }
+            let ended = id == block.streamId ? block : nil
+            if ended != nil { endBlock() }
+            guard streams[id] != nil else { return 0 }
+            if frame.pointee.headers.cat == headCategory {
+                if let ended, ended.overLimit {
+                    streams[id]?.headTooLarge = true
+                    events.append(.headTooLarge(id, ended.head))
+                } else if let ended {
+                    events.append(.head(id, ended.head, endStream: endStream))
+                }
+            } else if endStream {
+                events.append(.end(id))
+            }
+        case NGHTTP2_DATA.rawValue:
+            if endStream {
+                events.append(.end(id))
+            } else if hd.length == 0 {
+                events.append(.emptyDataReceived(id))
+            }
+        case NGHTTP2_SETTINGS.rawValue:
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { events.append(.settingsReceived) }
+        case NGHTTP2_RST_STREAM.rawValue:
+            events.append(.resetReceived(id))
+        case NGHTTP2_PING.rawValue:
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { events.append(.pingReceived) }
+        default:
+            break
+        }
+        return 0
+    }
+
+    /// The block in progress is complete (or its stream is gone): its size
+    /// stays with the stream, for the trailers' share of the limit.
+    private func endBlock() {
+        let id = block.streamId
+        streams[id]?.headerListBytes = block.listBytes
+        block = HeaderBlock()
+        events.append(.headerBlockEnded(id))
+    }
+
+    fileprivate func cbDataChunk(_ streamId: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
+        let p = UnsafeRawPointer(data)
+        var chunk: ByteBuffer
+        if let inbound, p >= inbound.base, p + len <= inbound.base + inbound.count,
+            let slice = inbound.buffer.getSlice(at: inbound.buffer.readerIndex + (p - inbound.base), length: len)
+        {
+            chunk = slice  // zero copy: a view of the fed buffer
+        } else {
+            chunk = allocator.buffer(capacity: len)
+            chunk.writeBytes(UnsafeRawBufferPointer(start: p, count: len))
+        }
+        events.append(.data(streamId, chunk))
+        return 0
+    }
+
+    fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
+        // A block nghttp2 refused (bad field, too large) ends with its stream.
+        if streamId == block.streamId { endBlock() }
+        streams.removeValue(forKey: streamId)
+        events.append(.closed(streamId, errorCode: errorCode))
+        return 0
+    }
+
+    fileprivate func cbRead(
+        _ streamId: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        // Never missing: nghttp2 reads only open streams, whose source is kept until they close.
+        guard let source = streams[streamId]?.source else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        switch source.readData(into: buffer) {
+        case .deferred:
+            streams[streamId]?.deferred = true
+            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        case .bytes(let n, let end, let drained):
+            if end { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+            if drained { events.append(.drained(streamId)) }
+            return n
+        }
+    }
+
+    fileprivate static let readCallback: nghttp2_data_source_read_callback = { _, streamId, buf, length, flags, _, userData in
+        guard let session = h2Session(userData), let buf, let flags else {
+            return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+        }
+        return session.cbRead(streamId, UnsafeMutableRawBufferPointer(start: buf, count: length), flags)
+    }
+
+    private static func installCallbacks(_ cbs: OpaquePointer) {
+        nghttp2_session_callbacks_set_on_begin_frame_callback(cbs) { _, hd, userData in
+            guard let session = h2Session(userData), let hd else { return 0 }
+            return session.cbBeginFrame(hd)
+        }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs) { _, frame, userData in
+            guard let session = h2Session(userData), let frame else { return 0 }
+            return session.cbBeginHeaders(frame)
+        }
+        nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, userData in
+            guard let session = h2Session(userData), let frame, let name, let value else { return 0 }
+            return session.cbHeader(
+                frame, UnsafeBufferPointer(start: name, count: namelen), UnsafeBufferPointer(start: value, count: valuelen))
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs) { _, frame, userData in
+            guard let session = h2Session(userData), let frame else { return 0 }
+            return session.cbFrameRecv(frame)
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamId, data, len, userData in
+            guard let session = h2Session(userData), let data else { return 0 }
+            return session.cbDataChunk(streamId, data, len)
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamId, errorCode, userData in
+            guard let session = h2Session(userData) else { return 0 }
+            return session.cbStreamClose(streamId, errorCode: errorCode)
+        }
+    }
+}
+
+/// The session's `user_data`: an unretained pointer to the `HTTP2Session`, which deletes the nghttp2 session in `deinit`.
+private func h2Session(_ userData: UnsafeMutableRawPointer?) -> HTTP2Session? {
+    guard let userData else { return nil }
+    return Unmanaged<HTTP2Session>.fromOpaque(userData).takeUnretainedValue()
+}

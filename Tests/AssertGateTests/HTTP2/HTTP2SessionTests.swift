@@ -1,0 +1,470 @@
+import CNGHTTP2
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import AssertGateCore
+
+/// A data source with a queue a test fills: what the session reads, and when it waits.
+final class QueuedSource: HTTP2DataSource {
+    var queued: [UInt8] = []
+    var ended = false
+    /// Reported once with the read that takes the queue under this many bytes.
+    var lowWater: Int?
+    private(set) var reads = 0
+
+    init(_ bytes: [UInt8] = [], ended: Bool = false) {
+        queued = bytes
+        self.ended = ended
+    }
+
+    func readData(into buffer: UnsafeMutableRawBufferPointer) -> HTTP2DataRead {
+        reads += 1
+        let n = min(buffer.count, queued.count)
+        if n == 0, !ended { return .deferred }
+        let before = queued.count
+        queued.withUnsafeBytes { src in
+            if let from = src.baseAddress { buffer.baseAddress?.copyMemory(from: from, byteCount: n) }
+        }
+        queued.removeFirst(n)
+        var drained = false
+        if let mark = lowWater, before >= mark, queued.count < mark {
+            drained = true
+            lowWater = nil
+        }
+        return .bytes(n, end: ended && queued.isEmpty, drained: drained)
+    }
+}
+
+/// `HTTP2Session` on bytes alone: no channel, no event loop. The peer is
+/// either frames built by hand or `TestH2Client` (a real nghttp2 client).
+@Suite struct HTTP2SessionTests {
+    static let settings = HTTP2Session.Settings(
+        maxConcurrentStreams: 100, maxHeaderListBytes: 16 << 10, streamResetBurst: 1000, streamResetPerSecond: 33)
+
+    private func makeSession(_ configure: (inout HTTP2Session.Settings) -> Void = { _ in }) throws -> HTTP2Session {
+        var s = Self.settings
+        configure(&s)
+        return try HTTP2Session.server(s, allocator: ByteBufferAllocator())
+    }
+
+    private func feed(_ session: HTTP2Session, _ bytes: [UInt8]) throws -> [HTTP2Session.Event] {
+        var events: [HTTP2Session.Event] = []
+        try session.feed(ByteBuffer(bytes: bytes), into: &events)
+        return events
+    }
+
+    /// Everything the session has to send, over as many drains as it takes.
+    private func drainAll(_ session: HTTP2Session, events: inout [HTTP2Session.Event]) throws -> ByteBuffer {
+        var all = ByteBuffer()
+        while true {
+            var out: ByteBuffer?
+            let more = try session.drain(into: &out, events: &events)
+            if var out { all.writeBuffer(&out) }
+            if !more { return all }
+        }
+    }
+
+    private func drainFrames(_ session: HTTP2Session) throws -> [RawH2Frame] {
+        var events: [HTTP2Session.Event] = []
+        return RawH2Frame.parse(try drainAll(session, events: &events))
+    }
+
+    /// Runs a `TestH2Client` against the session until neither has anything to say;
+    /// `onEvent` sees every event (and may submit, consume, resume).
+    private func exchange(
+        _ session: HTTP2Session, _ client: TestH2Client, onEvent: (HTTP2Session.Event) throws -> Void = { _ in }
+    ) throws {
+        for _ in 0..<100 {
+            var events: [HTTP2Session.Event] = []
+            let input = client.drainOutput()
+            if input.readableBytes > 0 { try session.feed(input, into: &events) }
+            for e in events { try onEvent(e) }
+            events.removeAll()
+            let output = try drainAll(session, events: &events)
+            for e in events { try onEvent(e) }
+            client.feed(output)
+            if input.readableBytes == 0, output.readableBytes == 0, events.isEmpty { return }
+        }
+        Issue.record("the exchange did not settle")
+    }
+
+    private static func requestHeaders(_ stream: Int32, endStream: Bool, _ extra: [UInt8] = []) -> RawH2Frame {
+        let block =
+            HPACKBytes.methodGET + HPACKBytes.schemeHTTP + HPACKBytes.pathRoot + HPACKBytes.literal(index: 1, "gw.test")
+            + extra
+        let flags = RawH2Frame.endHeaders | (endStream ? RawH2Frame.endStream : 0)
+        return RawH2Frame(.headers, flags: flags, stream: stream, payload: block)
+    }
+
+    // MARK: heads
+
+    @Test func aPrefaceSettingsAndHeadersBecomeOneDecodedHead() throws {
+        let session = try makeSession()
+        let extra =
+            HPACKBytes.literal("x-a", "1") + HPACKBytes.literal(index: 32, "a=1") + HPACKBytes.literal(index: 32, "b=2")
+        let input =
+            RawH2Frame.preface + RawH2Frame(.settings).bytes + Self.requestHeaders(1, endStream: true, extra).bytes
+        let events = try feed(session, input)
+
+        #expect(events.count == 4, "\(events)")
+        guard case .settingsReceived = events[0] else { Issue.record("\(events[0])"); return }
+        guard case .headerBlockStarted(1) = events[1] else { Issue.record("\(events[1])"); return }
+        guard case .headerBlockEnded(1) = events[2] else { Issue.record("\(events[2])"); return }
+        guard case .head(1, let head, let endStream) = events[3] else { Issue.record("\(events[3])"); return }
+        #expect(endStream)
+        #expect(head.method == "GET")
+        #expect(head.path == "/")
+        #expect(head.authority == "gw.test")
+        #expect(head.fields.map { "\($0.name): \($0.value)" } == ["x-a: 1", "cookie: a=1; b=2"])
+        #expect(session.hasOpenStreams)
+    }
+
+    @Test func theFirstDrainSendsTheSettingsTheConnectionWindowAndTheAck() throws {
+        let session = try makeSession { $0.maxConcurrentStreams = 7 }
+        _ = try feed(session, RawH2Frame.preface + RawH2Frame(.settings).bytes)
+        let frames = try drainFrames(session)
+
+        #expect(frames.count == 3, "\(frames)")
+        // The server's preface is its SETTINGS; the window update and the ACK follow in nghttp2's order.
+        let own = try #require(frames.first)
+        #expect(own.kind == .settings && own.flags == 0)
+        let advertised = Dictionary(uniqueKeysWithValues: own.settings)
+        #expect(advertised[3] == 7)  // MAX_CONCURRENT_STREAMS
+        #expect(advertised[4] == 256 << 10)  // INITIAL_WINDOW_SIZE
+        #expect(advertised[6] == 16 << 10)  // MAX_HEADER_LIST_SIZE
+        let window = try #require(frames.first { $0.kind == .windowUpdate })
+        #expect(window.streamId == 0)
+        #expect(window.word(0) == UInt32((1 << 20) - 65535))  // the connection window up to 1 MiB
+        #expect(frames.contains { $0.kind == .settings && $0.flags == RawH2Frame.ack })
+        #expect(!session.wantsWrite)
+        #expect(session.wantsRead)
+    }
+
+    @Test(arguments: [false, true])
+    func anUnfinishedHeadIsHandedOverOnceWithItsSizeOnTheWire(overLimit: Bool) throws {
+        // 172 bytes of pseudo-headers, then x-a: 208 with "1", 307 with a 100-byte value.
+        let session = try makeSession { $0.maxHeaderListBytes = 250 }
+        let field = HPACKBytes.literal("x-a", overLimit ? String(repeating: "a", count: 100) : "1")
+        var headers = Self.requestHeaders(1, endStream: true, field)
+        headers.flags = RawH2Frame.endStream  // no END_HEADERS: CONTINUATIONs should follow
+        let events = try feed(session, RawH2Frame.preface + RawH2Frame(.settings).bytes + headers.bytes)
+
+        #expect(events.count == 2, "\(events)")  // SETTINGS, and the block's start
+        let unfinished = try #require(session.takeUnfinishedHead())
+        #expect(unfinished.head.path == "/")
+        #expect(unfinished.wireBytes == headers.payload.count)
+        #expect(unfinished.overLimit == overLimit)
+        #expect(session.takeUnfinishedHead() == nil)
+    }
+
+    @Test func aHeadOverTheLimitKeepsItsPseudoHeadersDropsTheRestAndItsStreamStaysOpen() throws {
+        let session = try makeSession { $0.maxHeaderListBytes = 200 }
+        // The pseudo-headers count 172 bytes (RFC 9113: name + value + 32 each); x-big passes 200.
+        let fields =
+            HPACKBytes.literal("x-a", "1") + HPACKBytes.literal("x-big", String(repeating: "b", count: 120))
+            + HPACKBytes.literal("x-more", "m") + HPACKBytes.literal(index: 32, "c=1")
+        let input =
+            RawH2Frame.preface + RawH2Frame(.settings).bytes + Self.requestHeaders(1, endStream: true, fields).bytes
+        let events = try feed(session, input)
+
+        var refused: [HTTP2HeaderBlock] = []
+        for e in events {
+            if case .head = e { Issue.record("a head over the limit was delivered as a request") }
+            if case .trailersTooLarge = e { Issue.record("\(e)") }
+            if case .headTooLarge(1, let head) = e { refused.append(head) }
+        }
+        #expect(refused.count == 1)
+        #expect(refused.first?.method == "GET")
+        #expect(refused.first?.path == "/")
+        #expect(refused.first?.fields.isEmpty == true, "nothing of the head is kept past the limit, cookies included")
+        #expect(session.hasOpenStreams, "the stream waits for its answer")
+        #expect(try drainFrames(session).allSatisfy { $0.kind != .rstStream })
+        // The owner answers on it.
+        try session.submitResponse(1, status: 431, headers: [:], body: nil)
+        let answer = try #require(try drainFrames(session).first { $0.kind == .headers })
+        #expect(answer.streamId == 1)
+    }
+
+    @Test func trailersOverTheLimitResetTheirStream() throws {
+        let session = try makeSession { $0.maxHeaderListBytes = 300 }
+        let trailers = RawH2Frame(
+            .headers, flags: RawH2Frame.endHeaders | RawH2Frame.endStream, stream: 1,
+            payload: HPACKBytes.literal("x-t", String(repeating: "t", count: 120)))
+        let input =
+            RawH2Frame.preface + RawH2Frame(.settings).bytes + Self.requestHeaders(1, endStream: false).bytes
+            + trailers.bytes
+        let events = try feed(session, input)
+
+        #expect(events.contains { if case .head(1, _, endStream: false) = $0 { true } else { false } })
+        #expect(events.contains { if case .trailersTooLarge(1) = $0 { true } else { false } })
+        #expect(!events.contains { if case .end = $0 { true } else { false } })
+        let resets = try drainFrames(session).filter { $0.kind == .rstStream }
+        #expect(resets.map(\.streamId) == [1])
+    }
+
+    // MARK: frames an owner budgets
+
+    @Test func pingsSettingsEmptyDataAndResetsAreReported() throws {
+        let session = try makeSession()
+        let ping = RawH2Frame(.ping, payload: [UInt8](repeating: 1, count: 8))
+        let input =
+            RawH2Frame.preface + RawH2Frame(.settings).bytes + Self.requestHeaders(1, endStream: false).bytes
+            + ping.bytes + ping.bytes
+            + RawH2Frame(.settings, flags: RawH2Frame.ack).bytes  // an ACK is not the peer's own SETTINGS
+            + RawH2Frame(.data, stream: 1).bytes  // empty, stream open
+            + RawH2Frame(.data, flags: RawH2Frame.endStream, stream: 1).bytes  // empty but ends the stream
+            + RawH2Frame(.rstStream, stream: 1, payload: RawH2Frame.be32(8)).bytes
+        let events = try feed(session, input)
+
+        let names = events.compactMap { e -> String? in
+            switch e {
+            case .settingsReceived: "settings"
+            case .pingReceived: "ping"
+            case .emptyDataReceived(let id): "empty-data \(id)"
+            case .end(let id): "end \(id)"
+            case .resetReceived(let id): "reset \(id)"
+            case .closed(let id, let code): "closed \(id) \(code)"
+            default: nil
+            }
+        }
+        #expect(names == ["settings", "ping", "ping", "empty-data 1", "end 1", "reset 1", "closed 1 8"])
+        #expect(!session.hasOpenStreams)
+        let acks = try drainFrames(session).filter { $0.kind == .ping && $0.flags == RawH2Frame.ack }
+        #expect(acks.count == 2)
+    }
+
+    // MARK: bodies
+
+    @Test func dataThatLiesInTheFedBufferIsASliceOfIt() throws {
+        let session = try makeSession()
+        let client = TestH2Client()
+        let body = (0..<3000).map { UInt8(truncatingIfNeeded: $0) }
+        let id = client.request("POST", "/up", body: body)
+        let input = client.drainOutput()
+        var events: [HTTP2Session.Event] = []
+        try session.feed(input, into: &events)
+
+        var received: [UInt8] = []
+        var chunks = 0
+        var sliced = 0
+        var ended = false
+        input.withUnsafeReadableBytes { fed in
+            let start = UInt(bitPattern: fed.baseAddress)
+            let range = start..<start + UInt(fed.count)
+            for e in events {
+                if case .data(id, let chunk) = e {
+                    chunks += 1
+                    received += Array(chunk.readableBytesView)
+                    chunk.withUnsafeReadableBytes { if range.contains(UInt(bitPattern: $0.baseAddress)) { sliced += 1 } }
+                }
+                if case .end(id) = e { ended = true }
+            }
+        }
+        #expect(received == body)
+        #expect(chunks > 0)
+        #expect(sliced == chunks, "every chunk a view of the fed buffer, none copied")
+        #expect(ended)
+    }
+
+    @Test func consumingTheBodyReopensTheWindowsAndOnlyThen() throws {
+        for consumes in [true, false] {
+            let session = try makeSession()
+            let client = TestH2Client()
+            // More than the 256 KiB stream window: it completes only if consumed bytes reopen it.
+            let body = [UInt8](repeating: 7, count: 600 << 10)
+            let id = client.request("POST", "/up", body: body)
+            var received = 0
+            var ended = false
+            try exchange(session, client) { e in
+                if case .data(id, let chunk) = e {
+                    received += chunk.readableBytes
+                    if consumes { session.consume(id, bytes: chunk.readableBytes) }
+                }
+                if case .end(id) = e { ended = true }
+            }
+            if consumes {
+                #expect(received == body.count)
+                #expect(ended)
+            } else {
+                #expect(received == 256 << 10, "the stream window, no more")
+                #expect(!ended)
+            }
+        }
+    }
+
+    // MARK: responses
+
+    @Test func aResponseIsSentWithItsRequestIdNeverIndexedAndItsSourceLetGoAtClose() throws {
+        let session = try makeSession()
+        let client = TestH2Client()
+        let id = client.request("GET", "/r")
+        weak var released: QueuedSource?
+        try exchange(session, client) { e in
+            guard case .head(id, _, _) = e else { return }
+            let source = QueuedSource(Array("hello".utf8), ended: true)
+            released = source
+            let headers: HTTPHeaders = ["Content-Type": "text/plain", "X-Request-Id": "r-1"]
+            try session.submitResponse(id, status: 200, headers: headers, body: source)
+        }
+        let r = try #require(client.responses[id])
+        #expect(r.status == "200")
+        #expect(r.header("content-type") == "text/plain")  // names lower-cased
+        #expect(r.header("x-request-id") == "r-1")
+        #expect(r.neverIndexed == ["x-request-id"])
+        #expect(r.bodyString == "hello")
+        #expect(r.closed && r.errorCode == 0)
+        #expect(released == nil, "the session keeps a source only while its stream is open")
+        #expect(!session.hasOpenStreams)
+    }
+
+    @Test func aResponseWithoutABodyEndsTheStreamWithItsHeaders() throws {
+        let session = try makeSession()
+        let client = TestH2Client()
+        let id = client.request("GET", "/r")
+        var framesOut: [RawH2Frame] = []
+        for _ in 0..<10 {
+            var events: [HTTP2Session.Event] = []
+            try session.feed(client.drainOutput(), into: &events)
+            for case .head(id, _, _) in events {
+                try session.submitResponse(id, status: 204, headers: [:], body: nil)
+            }
+            let out = try drainAll(session, events: &events)
+            framesOut += RawH2Frame.parse(out)
+            client.feed(out)
+        }
+        let headers = try #require(framesOut.first { $0.kind == .headers })
+        #expect(headers.streamId == id)
+        #expect(headers.flags & RawH2Frame.endStream != 0)
+        #expect(!framesOut.contains { $0.kind == .data })
+        #expect(client.responses[id]?.status == "204")
+    }
+
+    @Test func anUpstreamHeadIsSentFromItsOwnBytesWithoutItsHopByHopFieldsOrItsRequestId() throws {
+        let session = try makeSession()
+        let client = TestH2Client()
+        let id = client.request("GET", "/r")
+        let text = Array("server: up\r\nconnection: close\r\nx-request-id: theirs\r\netag: \"e\"\r\n".utf8)
+        func field(_ name: String, _ value: String, forward: Bool) -> UpstreamResponseHead.Field {
+            let n = text.firstRange(of: Array((name + ": ").utf8))!.lowerBound
+            return .init(
+                nameStart: n, nameLength: name.utf8.count, valueStart: n + name.utf8.count + 2,
+                valueLength: value.utf8.count, forward: forward)
+        }
+        let head = UpstreamResponseHead(
+            status: 201, bytes: text,
+            fields: [
+                field("server", "up", forward: true), field("connection", "close", forward: false),
+                field("x-request-id", "theirs", forward: false), field("etag", "\"e\"", forward: true),
+            ])
+        try exchange(session, client) { e in
+            guard case .head(id, _, _) = e else { return }
+            try session.submitUpstreamResponse(id, head: head, requestId: "ours", body: QueuedSource([], ended: true))
+        }
+        let r = try #require(client.responses[id])
+        #expect(r.headers.map(\.0) == [":status", "server", "etag", "x-request-id"])
+        #expect(r.status == "201")
+        #expect(r.header("etag") == "\"e\"")
+        #expect(r.header("x-request-id") == "ours")
+        #expect(r.neverIndexed == ["x-request-id"])
+        #expect(r.closed && r.errorCode == 0)
+    }
+
+    @Test func aDeferredSourceWaitsForResumeAndReportsWhenDrained() throws {
+        let session = try makeSession()
+        let client = TestH2Client()
+        let id = client.request("GET", "/r")
+        let source = QueuedSource()
+        var drained = 0
+        try exchange(session, client) { e in
+            if case .head(id, _, _) = e { try session.submitResponse(id, status: 200, headers: [:], body: source) }
+            if case .drained(id) = e { drained += 1 }
+        }
+        #expect(client.responses[id]?.status == "200")
+        #expect(client.responses[id]?.closed == false)
+        #expect(source.reads == 1, "asked once, then waits")
+        #expect(!session.resume(99), "no such stream")
+
+        source.queued = [UInt8](repeating: 1, count: 1000)
+        source.lowWater = 500
+        #expect(session.resume(id))
+        #expect(!session.resume(id), "no longer waiting")
+        try exchange(session, client) { e in if case .drained(id) = e { drained += 1 } }
+        #expect(client.responses[id]?.body.count == 1000)
+        #expect(drained == 1)
+
+        source.ended = true
+        #expect(session.resume(id))
+        try exchange(session, client)
+        #expect(client.responses[id]?.closed == true)
+        #expect(client.responses[id]?.errorCode == 0)
+    }
+
+    @Test func oneDrainMovesNoMoreThanItsCap() throws {
+        let session = try makeSession { $0.maxOutputPerDrain = 20_000 }
+        let client = TestH2Client()
+        let id = client.request("GET", "/r")
+        var events: [HTTP2Session.Event] = []
+        try session.feed(client.drainOutput(), into: &events)
+        client.feed(try drainAll(session, events: &events))  // SETTINGS and the like
+        try session.submitResponse(
+            id, status: 200, headers: [:], body: QueuedSource([UInt8](repeating: 2, count: 60_000), ended: true))
+
+        var out: ByteBuffer?
+        #expect(try session.drain(into: &out, events: &events))
+        let first = try #require(out).readableBytes
+        #expect(first >= 20_000 && first < 40_000, "\(first)")
+        let rest = try drainAll(session, events: &events)
+        client.feed(try #require(out))
+        client.feed(rest)
+        #expect(client.responses[id]?.body.count == 60_000)
+    }
+
+    // MARK: ending
+
+    @Test func goAwayNamesTheLastStreamAndTerminateEndsTheSession() throws {
+        let session = try makeSession()
+        _ = try feed(session, RawH2Frame.preface + RawH2Frame(.settings).bytes + Self.requestHeaders(3, endStream: true).bytes)
+        _ = try drainFrames(session)
+
+        session.goAway()
+        let goAway = try #require(try drainFrames(session).first { $0.kind == .goAway })
+        #expect(goAway.word(0) == 3)  // last stream id
+        #expect(goAway.word(1) == 0)  // NO_ERROR
+        #expect(session.wantsRead, "open streams may still finish")
+
+        session.terminate(errorCode: NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        let last = try #require(try drainFrames(session).first { $0.kind == .goAway })
+        #expect(last.word(1) == NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        #expect(!session.wantsRead && !session.wantsWrite)
+    }
+
+    @Test func aFramingErrorQueuesGoAwayAndEndsTheSession() throws {
+        let session = try makeSession()
+        // SETTINGS with a 1-byte payload: FRAME_SIZE_ERROR for the whole connection.
+        let bad = RawH2Frame.preface + RawH2Frame(.settings).bytes + [0, 0, 1, 4, 0, 0, 0, 0, 0, 9]
+        _ = try? feed(session, bad)  // nghttp2 may or may not report it as a failed read
+        let goAway = try #require(try drainFrames(session).first { $0.kind == .goAway })
+        #expect(goAway.word(1) == 6 || goAway.word(1) == 1)  // FRAME_SIZE_ERROR (or PROTOCOL_ERROR)
+        #expect(!session.wantsRead && !session.wantsWrite)
+    }
+
+    @Test func aClientThatIsNotHTTP2IsAnError() throws {
+        let session = try makeSession()
+        #expect(throws: HTTP2SessionError.self) { try feed(session, Array("GET / HTTP/1.1\r\n\r\n".utf8)) }
+    }
+
+    @Test func theSessionLetsGoOfItsSourcesWhenItGoes() throws {
+        weak var released: QueuedSource?
+        do {
+            let session = try makeSession()
+            _ = try feed(session, RawH2Frame.preface + RawH2Frame(.settings).bytes + Self.requestHeaders(1, endStream: true).bytes)
+            let source = QueuedSource()
+            released = source
+            try session.submitResponse(1, status: 200, headers: [:], body: source)
+            _ = try drainFrames(session)
+            #expect(released != nil, "kept while its stream is open")
+        }
+        #expect(released == nil)
+    }
+}
