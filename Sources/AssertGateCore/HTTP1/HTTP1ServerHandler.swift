@@ -88,63 +88,31 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         // Counted as HTTP/2 counts a header list (RFC 7541 §4.1: name + value + 32
         // per field), so `limits.maxHeaderListBytes` means the same on both.
         for (n, v) in head.headers { headerBytes += n.utf8.count + v.utf8.count + 32 }
-        var headers = head.headers
-        let accepted = HeaderRewriter.sanitizeClientHeaders(&headers, snapshot: snapshot)
-        let requestId = worker.requestId(clientValue: headers.first(name: "x-request-id"))
+        let intake = RequestIntake.accept(
+            method: head.method.rawValue, target: head.uri, authority: nil, headers: head.headers, wire: .http1,
+            scheme: scheme, clientAddress: clientAddress, worker: worker)
         if headerBytes > snapshot.config.limits.maxHeaderListBytes {
             keepAlive = false
             discardingRequest = true
-            sendProblem(.headersTooLarge, requestId: requestId, method: head.method.rawValue, target: head.uri)
+            refuseHead(
+                .headersTooLarge, requestId: intake.request.requestId, method: head.method.rawValue, target: head.uri,
+                observer: worker.observer)
             return
         }
-        let framing: RequestBodyFraming
-        if headers[canonicalForm: "transfer-encoding"].contains(where: { $0.lowercased() == "chunked" }) {
-            framing = .chunked
-        } else if let cl = headers.first(name: "content-length"), let n = Int(cl), n >= 0 {
-            framing = n == 0 ? .empty : .contentLength(n)
-        } else {
-            framing = .none
-        }
-        if !RequestBodyInfo(framing: framing).isEmpty,
-            headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }), let context
+        requestHasBody = !intake.body.isEmpty
+        if requestHasBody,
+            intake.request.headers[canonicalForm: "expect"].contains(where: { ASCII.equalsCI(String($0), "100-continue") }),
+            let context
         {
             // The gateway streams the body itself: invite it now instead of making the
             // client wait for an upstream that never sees the Expect header.
             let interim = HTTPResponseHead(version: .http1_1, status: .continue)
             context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
         }
-        requestHasBody = !RequestBodyInfo(framing: framing).isEmpty
-        var target = head.uri
-        var authority: String?
-        if let absolute = AbsoluteTarget(head.uri) {
-            // RFC 9112 §3.2.2: the target's authority replaces any Host header.
-            target = absolute.originForm
-            authority = absolute.authority
-            headers.remove(name: "host")
-        }
-        let request = ProxyRequest(
-            method: head.method.rawValue, target: target, authority: authority, scheme: scheme, headers: headers,
-            requestId: requestId, clientAddress: clientAddress, snapshot: snapshot)
         let p = RequestPipeline(
-            request: request, body: RequestBodyInfo(framing: framing), sink: self, worker: worker,
-            refusal: accepted ? nil : .malformedRequest)
+            request: intake.request, body: intake.body, sink: self, worker: worker, refusal: intake.refusal)
         pipeline = p
         p.start()
-    }
-
-    /// Answers a request that never reached a pipeline (its head was refused),
-    /// and reports it like one, so it is counted and logged with its reason.
-    private func sendProblem(_ reason: ReasonToken, requestId: String, method: String, target: String) {
-        let body = ProblemResponse.body(reason, requestId: requestId, allocator: allocator)
-        var headers = HTTPHeaders()
-        for (n, v) in ProblemResponse.headers(bodyLength: body.readableBytes, requestId: requestId, extra: []) {
-            headers.add(name: n, value: v)
-        }
-        sendResponseHead(status: reason.httpStatus, headers: headers, endStream: false)
-        sendResponseBody(body)
-        sendResponseEnd()
-        worker.observer?.requestFinished(
-            .refusedHead(requestId: requestId, method: method, target: target, status: reason.httpStatus, reason: reason))
     }
 
     // MARK: ResponseSink
@@ -305,7 +273,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         }
         keepAlive = false
         let reason: ReasonToken = parseError == .headerOverflow ? .headersTooLarge : .malformedRequest
-        sendProblem(reason, requestId: worker.requestIds.make(), method: "", target: "")
+        refuseHead(reason, requestId: worker.requestIds.make(), method: "", target: "", observer: worker.observer)
     }
 }
 

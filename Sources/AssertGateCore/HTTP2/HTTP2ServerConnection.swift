@@ -216,7 +216,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         case .head(let id, let head, let endStream):
             startRequest(openStream(id), head, endStream: endStream)
         case .headTooLarge(let id, let head):
-            refuseHead(openStream(id), head, .headersTooLarge)
+            // Only its pseudo-headers were kept: the id is the gateway's own.
+            openStream(id).refuseHead(
+                .headersTooLarge, requestId: worker.requestIds.make(), method: head.method ?? "",
+                target: head.path ?? "", observer: worker.observer)
         case .data(let id, let buffer):
             if let p = lookupStream(id)?.pipeline {
                 p.receiveBody(buffer)
@@ -269,46 +272,14 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             resetStream(stream, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
             return
         }
-        let snapshot = worker.snapshot
-        var headers = head.fields
-        let accepted = HeaderRewriter.sanitizeClientHeaders(&headers, snapshot: snapshot)
-        let framing: RequestBodyFraming
-        if endStream {
-            framing = (method == "POST" || method == "PUT" || method == "PATCH") ? .empty : .none
-        } else if let cl = headers.first(name: "content-length"), let n = Int(cl), n >= 0 {
-            framing = .contentLength(n)
-        } else {
-            framing = .chunked
-        }
-        let request = ProxyRequest(
-            method: method, target: path, authority: head.authority ?? headers.first(name: "host"),
-            scheme: scheme, headers: headers,
-            requestId: worker.requestId(clientValue: headers.first(name: "x-request-id")),
-            clientAddress: clientAddress, snapshot: snapshot)
+        let intake = RequestIntake.accept(
+            method: method, target: path, authority: head.authority, headers: head.fields,
+            wire: .http2(endStream: endStream), scheme: scheme, clientAddress: clientAddress, worker: worker)
         let pipeline = RequestPipeline(
-            request: request, body: RequestBodyInfo(framing: framing), sink: stream, worker: worker,
-            refusal: accepted ? nil : .malformedRequest)
+            request: intake.request, body: intake.body, sink: stream, worker: worker, refusal: intake.refusal)
         stream.pipeline = pipeline
         activeRequests += 1
         pipeline.start()
-    }
-
-    /// Answers a request refused at its head (no pipeline exists) with its
-    /// problem, and counts and logs it like a pipeline would.
-    private func refuseHead(_ stream: HTTP2Stream, _ head: HTTP2HeaderBlock, _ reason: ReasonToken) {
-        let requestId = worker.requestIds.make()
-        let body = ProblemResponse.body(reason, requestId: requestId, allocator: allocator)
-        var headers = HTTPHeaders()
-        for (n, v) in ProblemResponse.headers(bodyLength: body.readableBytes, requestId: requestId, extra: []) {
-            headers.add(name: n, value: v)
-        }
-        worker.observer?.requestFinished(
-            .refusedHead(
-                requestId: requestId, method: head.method ?? "", target: head.path ?? "", status: reason.httpStatus,
-                reason: reason))
-        stream.sendResponseHead(status: reason.httpStatus, headers: headers, endStream: false)
-        stream.sendResponseBody(body)
-        stream.sendResponseEnd()
     }
 
     func requestFinished() {

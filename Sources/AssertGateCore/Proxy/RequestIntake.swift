@@ -1,0 +1,93 @@
+import NIOHTTP1
+import Verifier
+
+/// What both front ends do with a request head before a pipeline exists, in
+/// one place (as nghttpx's HTTP/1.1 and HTTP/2 inspections fill one
+/// `Downstream`): the client's trust-prefixed and underscore headers, the
+/// request id, an absolute-form target, and the body's framing.
+enum RequestIntake {
+    /// How the body is delimited on the wire the head came from.
+    enum Wire {
+        /// `Transfer-Encoding` / `Content-Length`, RFC 9112 §6.
+        case http1
+        /// `END_STREAM` on the HEADERS frame; else DATA frames, their total
+        /// announced by `content-length` when the client sent one.
+        case http2(endStream: Bool)
+    }
+
+    struct Accepted {
+        var request: ProxyRequest
+        var body: RequestBodyInfo
+        /// Set when the head itself is refused (`underscoresInHeaders: reject`):
+        /// the pipeline answers it before anything else.
+        var refusal: ReasonToken?
+    }
+
+    static func accept(
+        method: String, target: String, authority: String?, headers: HTTPHeaders, wire: Wire, scheme: String,
+        clientAddress: String?, worker: Worker
+    ) -> Accepted {
+        let snapshot = worker.snapshot
+        var headers = headers
+        let clean = HeaderRewriter.sanitizeClientHeaders(&headers, snapshot: snapshot)
+        var target = target
+        var authority = authority
+        switch wire {
+        case .http1:
+            if let absolute = AbsoluteTarget(target) {
+                // RFC 9112 §3.2.2: the target's authority replaces any Host header.
+                target = absolute.originForm
+                authority = absolute.authority
+                headers.remove(name: "host")
+            }
+        case .http2:
+            // :authority, else a Host field (RFC 9113 §8.3.1).
+            if authority == nil { authority = headers.first(name: "host") }
+        }
+        let request = ProxyRequest(
+            method: method, target: target, authority: authority, scheme: scheme, headers: headers,
+            requestId: worker.requestId(clientValue: headers.first(name: "x-request-id")),
+            clientAddress: clientAddress, snapshot: snapshot)
+        return Accepted(
+            request: request, body: RequestBodyInfo(framing: framing(method: method, headers: headers, wire: wire)),
+            refusal: clean ? nil : .malformedRequest)
+    }
+
+    static func framing(method: String, headers: HTTPHeaders, wire: Wire) -> RequestBodyFraming {
+        switch wire {
+        case .http1:
+            if headers[canonicalForm: "transfer-encoding"].contains(where: { ASCII.equalsCI(String($0), "chunked") }) {
+                return .chunked
+            }
+            if let cl = headers.first(name: "content-length"), let n = Int(cl), n >= 0 {
+                return n == 0 ? .empty : .contentLength(n)
+            }
+            return .none
+        case .http2(let endStream):
+            if endStream { return (method == "POST" || method == "PUT" || method == "PATCH") ? .empty : .none }
+            if let cl = headers.first(name: "content-length"), let n = Int(cl), n >= 0 { return .contentLength(n) }
+            return .chunked
+        }
+    }
+}
+
+extension ResponseSink {
+    /// Answers a request refused at its head, before any pipeline exists (an
+    /// HTTP/1.1 head over the limit or unparsable, an HTTP/2 header list over
+    /// the limit), with its problem, and reports it like a pipeline would, so
+    /// it is counted and logged with its reason.
+    func refuseHead(
+        _ reason: ReasonToken, requestId: String, method: String, target: String, observer: (any RequestObserver)?
+    ) {
+        let body = ProblemResponse.body(reason, requestId: requestId, allocator: allocator)
+        var headers = HTTPHeaders()
+        for (n, v) in ProblemResponse.headers(bodyLength: body.readableBytes, requestId: requestId, extra: []) {
+            headers.add(name: n, value: v)
+        }
+        observer?.requestFinished(
+            .refusedHead(requestId: requestId, method: method, target: target, status: reason.httpStatus, reason: reason))
+        sendResponseHead(status: reason.httpStatus, headers: headers, endStream: false)
+        sendResponseBody(body)
+        sendResponseEnd()
+    }
+}
