@@ -223,25 +223,15 @@ struct UpstreamRequestHead {
     var chunked: Bool
 }
 
-/// The first handler of an upstream channel (next to the socket): request bytes are
-/// written from here, past the response decoder, so they need no `HTTPClientRequestPart`.
-final class UpstreamWriteHandler: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-    private(set) var context: ChannelHandlerContext?
-
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
-}
-
 /// The last handler of an upstream channel: parses responses
 /// (`UpstreamResponseParser`, straight from the socket's buffers) for the
 /// connection and holds `read()` while the downstream is congested
 /// (back-pressure). Writes the request (head bytes, body, chunk framing)
-/// through `UpstreamWriteHandler`.
+/// from its own context, towards the socket (and TLS, when there is one).
 final class UpstreamClientHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
-    /// Nothing is written through this handler (see `write`); it only holds `read()`.
+    /// Nothing passes through this handler outbound (it is the last one); it
+    /// writes from its own context and holds `read()`.
     typealias OutboundIn = ByteBuffer
 
     var connection: UpstreamConnection?
@@ -249,17 +239,10 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
     private var pendingRead = false
     private var context: ChannelHandlerContext?
     private var parser = UpstreamResponseParser()
-    private unowned let writer: UpstreamWriteHandler
 
-    init(writer: UpstreamWriteHandler) {
-        self.writer = writer
-    }
-
-    /// The handlers of an upstream channel, socket side first.
+    /// The last handler of an upstream channel (after TLS, when there is one).
     static func install(on pipeline: ChannelPipeline.SynchronousOperations) throws {
-        let writer = UpstreamWriteHandler()
-        try pipeline.addHandler(writer)
-        try pipeline.addHandler(UpstreamClientHandler(writer: writer))
+        try pipeline.addHandler(UpstreamClientHandler())
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -271,7 +254,7 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
     }
 
     func write(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
-        guard let ctx = writer.context else {
+        guard let ctx = context else {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
@@ -301,7 +284,7 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
         write(last, promise: nil)
     }
 
-    func flush() { writer.context?.flush() }
+    func flush() { context?.flush() }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
