@@ -240,9 +240,17 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var parser = UpstreamResponseParser()
 
-    /// The last handler of an upstream channel (after TLS, when there is one).
-    static func install(on pipeline: ChannelPipeline.SynchronousOperations) throws {
-        try pipeline.addHandler(UpstreamClientHandler())
+    /// The TLS handler in front of this one (nil: cleartext), for whether the
+    /// peer's close came with close_notify. It holds no reference back.
+    private let tls: OpenSSLHandler?
+
+    init(tls: OpenSSLHandler?) {
+        self.tls = tls
+    }
+
+    /// The last handler of an upstream channel, after `tls` when there is one.
+    static func install(on pipeline: ChannelPipeline.SynchronousOperations, tls: OpenSSLHandler? = nil) throws {
+        try pipeline.addHandler(UpstreamClientHandler(tls: tls))
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -343,7 +351,7 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
         // Over TLS only a close_notify ends such a body: a bare FIN could be
         // anyone's, and would pass a truncated body on as complete.
         if parser.connectionClosed(), !failed, c?.requestDone == true,
-            c?.tls == nil || (try? context.pipeline.syncOperations.handler(type: OpenSSLHandler.self))?.receivedCloseNotify == true
+            c?.tls == nil || tls?.receivedCloseNotify == true
         {
             c?.receivedEnd(reusable: false)
         }

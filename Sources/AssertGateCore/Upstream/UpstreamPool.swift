@@ -343,11 +343,13 @@ final class EndpointPool {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    var openSSL: OpenSSLHandler?
                     if let tls {
-                        try channel.pipeline.syncOperations.addHandler(
-                            OpenSSLHandler(client: tls.context, serverName: serverName))
+                        let handler = OpenSSLHandler(client: tls.context, serverName: serverName)
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                        openSSL = handler
                     }
-                    try UpstreamClientHandler.install(on: channel.pipeline.syncOperations)
+                    try UpstreamClientHandler.install(on: channel.pipeline.syncOperations, tls: openSSL)
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
