@@ -3,27 +3,11 @@ import NIOHTTP1
 
 /// Header rewriting of protocol.md §6 (requests) and §5 (responses).
 enum HeaderRewriter {
-    /// Removes every header whose name starts with the trust prefix (any case).
-    /// Done first, before anything (gate included) reads the headers.
-    static func stripTrustPrefix(_ headers: inout HTTPHeaders, snapshot: GatewaySnapshot) {
-        var spoofed = false
-        for (name, _) in headers where ASCII.hasPrefixCI(name, lowerPrefix: snapshot.trustPrefixLower) {
-            spoofed = true
-            break
-        }
-        guard spoofed else { return }
-        var kept = HTTPHeaders()
-        kept.reserveCapacity(headers.count)
-        for (name, value) in headers where !ASCII.hasPrefixCI(name, lowerPrefix: snapshot.trustPrefixLower) {
-            kept.add(name: name, value: value)
-        }
-        headers = kept
-    }
-
     /// The client's headers as the gateway accepts them, in one pass: every
     /// name with the trust prefix removed, and names containing `_` handled by
     /// `limits.underscoresInHeaders` (CGI-style upstreams read `X_AssertGate_User`
-    /// as `X-AssertGate-User`). False: the request must be refused (`reject`).
+    /// as `X-AssertGate-User`). Done first, before anything (gate included)
+    /// reads the headers. False: the request must be refused (`reject`).
     static func sanitizeClientHeaders(_ headers: inout HTTPHeaders, snapshot: GatewaySnapshot) -> Bool {
         let policy = snapshot.config.limits.underscoresInHeaders
         var dirty = false
