@@ -239,7 +239,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         let clock = BodyClock(
             now: .now(), timeout: limits.requestBodyTimeout, minRate: limits.minRequestBodyRate, received: bodyReceived)
         bodyClock = clock
-        armBodyTimer(clock.deadline)
+        armBodyTimer(clock.deadline(received: bodyReceived))
     }
 
     private func stopBodyClock() {
@@ -645,9 +645,6 @@ struct BodyClock {
         receivedAtStart = received
         lastByteAt = now
     }
-
-    /// The first deadline, before any byte.
-    var deadline: NIODeadline { lastByteAt + timeout }
 
     /// The earlier of: the last byte + `timeout`; the moment the average rate
     /// falls below `minRate` (never before `timeout` has passed).

@@ -12,7 +12,7 @@ import Testing
         // held back (restart) starts over.
         let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
         var clock = BodyClock(now: t0, timeout: .seconds(1), minRate: 1000, received: 0)
-        #expect(clock.deadline == t0 + .seconds(1))
+        #expect(clock.deadline(received: 0) == t0 + .seconds(1))
         clock.received(at: t0 + .milliseconds(900))
         // 5000 bytes at 1000 B/s may take 5 s; the quiet deadline comes first.
         #expect(clock.deadline(received: 5000) == t0 + .milliseconds(1900))
