@@ -152,6 +152,23 @@ extension Integration {
             try await h.stop()
         }
 
+        @Test(arguments: ["--http2-prior-knowledge", "--http1.1"])
+        func anUpstreamThatGoesQuietInsideABodyIsCutAfterItsResponseTimeout(_ proto: String) async throws {
+            // 3 of 100 announced bytes, then nothing, the connection kept open.
+            let up = try await ScriptedUpstream(answers: ["/stall": "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"])
+            let h = try await Harness.start(
+                upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)], responseTimeout: .milliseconds(500),
+                threads: 1)
+            let started = Date()
+            let r = try await Run.tool("curl", ["-sS", proto, "-m", "20", "\(h.base)/stall"])
+            let waited = Date().timeIntervalSince(started)
+            #expect(r.status != 0, "a cut body was passed on as complete: \(r.stdout)")
+            #expect(r.status != 28, "curl gave up first (20 s): the gateway kept the stalled response")
+            #expect(waited < 10, "cut after \(waited) s")
+            try await h.stop()
+            try await up.stop()
+        }
+
         // MARK: fairness and readiness
 
         @Test func oneClientAddressCannotTakeEveryUpstreamConnection() async throws {
