@@ -208,7 +208,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 // discarded, at most `maxDiscardBytes`) so the keep-alive connection survives
                 // a reset storm, within the upstream's response timeout from now. Until then
                 // the request still counts against the connection's stream limit.
-                conn.drainWithin(conn.responseTimeout)
+                conn.drainForLeavingClient()
                 return
             }
             // Mid-request, or the response was held back for this client

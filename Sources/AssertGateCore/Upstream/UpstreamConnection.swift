@@ -28,7 +28,7 @@ final class UpstreamConnection {
     /// Response-head deadline (or, once the client left, the drain deadline),
     /// checked by the worker's sweep.
     var responseDeadline: NIODeadline?
-    /// The client left: the rest of the response is read and dropped (`drainWithin`).
+    /// The client left: the rest of the response is read and dropped (`drainForLeavingClient`).
     private var draining = false
     var responseTimeout: TimeAmount = .seconds(30)
     var idleSince: NIODeadline = .distantPast
@@ -73,6 +73,7 @@ final class UpstreamConnection {
         self.idleTimeout = idleTimeout
         self.responseDeadline = nil
         self.draining = false
+        self.quietSince = nil
         endpoint.pool.trackInflight(self)
     }
 
@@ -115,11 +116,11 @@ final class UpstreamConnection {
     }
 
     /// The client left after the whole request was sent: the response is read
-    /// and dropped so the connection can be reused, but no longer than `limit`
-    /// from now (the sweep closes it then, as for a late response head).
-    func drainWithin(_ limit: TimeAmount) {
+    /// and dropped so the connection can be reused, but no longer than the
+    /// response timeout from now (the sweep closes it then, as for a late head).
+    func drainForLeavingClient() {
         draining = true
-        let due = NIODeadline.now() + limit
+        let due = NIODeadline.now() + responseTimeout
         if responseDeadline.map({ $0 > due }) ?? true { responseDeadline = due }
     }
 
@@ -151,23 +152,37 @@ final class UpstreamConnection {
         // A drain deadline (the client left) stays: the body must come within it.
         if !draining { responseDeadline = nil }
         responseStarted = true
-        lastResponseByteAt = .now()
+        responseReads &+= 1
         responseKeepAlive = keepAlive
         delegate?.upstreamResponseHead(head)
     }
 
     func receivedBody(_ buffer: ByteBuffer) {
-        lastResponseByteAt = .now()
+        responseReads &+= 1
         delegate?.upstreamResponseBody(buffer)
     }
 
-    /// When the response in progress last delivered a byte (head or body).
-    private(set) var lastResponseByteAt: NIODeadline = .distantPast
+    /// Response parts delivered so far (head and body chunks): a counter, so
+    /// the read path takes no clock; the sweep turns it into quiet time.
+    private var responseReads = 0
+    private var readsAtLastSweep = 0
+    /// Since when the sweep has seen no new part (nil: progress, or nothing to wait for).
+    private var quietSince: NIODeadline?
 
-    /// Sweep: a response that started and then went quiet for `responseTimeout`
-    /// while the gateway was reading it (not paused for a slow client).
+    /// Sweep (every 100 ms): a response that started and then went quiet for
+    /// `responseTimeout` while the gateway was reading it (not paused for a
+    /// slow client).
     func responseStalled(now: NIODeadline) -> Bool {
-        responseStarted && !responseDone && !handler.readsPaused && lastResponseByteAt + responseTimeout <= now
+        guard responseStarted, !responseDone, !handler.readsPaused, responseReads == readsAtLastSweep else {
+            readsAtLastSweep = responseReads
+            quietSince = nil
+            return false
+        }
+        guard let since = quietSince else {
+            quietSince = now
+            return false
+        }
+        return since + responseTimeout <= now
     }
 
     /// `reusable`: false when bytes followed the response (the connection is closed after).
