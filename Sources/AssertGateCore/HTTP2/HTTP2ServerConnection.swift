@@ -346,8 +346,19 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
         var waiting = false
         var stalled: [HTTP2Stream] = []
+        // Quiet time is counted from the first tick that saw no progress: a
+        // stall is found within one tick (a quarter of the timeout) of it.
         for stream in streams.values where stream.outBytes > 0 && !stream.isClosed {
-            if stream.lastOutputProgress + timeout <= now { stalled.append(stream) } else { waiting = true }
+            if stream.outputProgress != stream.progressAtLastCheck {
+                stream.progressAtLastCheck = stream.outputProgress
+                stream.quietSince = now
+                waiting = true
+            } else if let since = stream.quietSince, since + timeout <= now {
+                stalled.append(stream)
+            } else {
+                if stream.quietSince == nil { stream.quietSince = now }
+                waiting = true
+            }
         }
         for stream in stalled {
             // Its flow-control window stayed shut: reset it, and end its request now

@@ -21,9 +21,13 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     var outBytes = 0
     var outEnded = false
     var congested = false
-    /// When queued response bytes last moved (queued into an empty queue, or
-    /// taken by nghttp2): `limits.streamWriteTimeout` counts from here.
-    var lastOutputProgress = NIODeadline.uptimeNanoseconds(0)
+    /// Times queued response bytes moved (queued into an empty queue, or taken
+    /// by nghttp2): a counter, so the send path takes no clock; the
+    /// connection's stall watch turns an unchanged count into quiet time.
+    var outputProgress = 0
+    /// For the stall watch: the count it saw last, and since when it has not changed.
+    var progressAtLastCheck = 0
+    var quietSince: NIODeadline?
 
     static let highWater = 256 << 10
     static let lowWater = 64 << 10
@@ -51,7 +55,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard !isClosed, buffer.readableBytes > 0 else { return }
         if outBytes == 0 {
-            lastOutputProgress = .now()
+            outputProgress &+= 1
             connection?.watchForStalledWrites()
         }
         outBytes += buffer.readableBytes
@@ -122,7 +126,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             }
         }
         outBytes -= written
-        if written > 0 { lastOutputProgress = .now() }
+        if written > 0 { outputProgress &+= 1 }
         return written
     }
 }
