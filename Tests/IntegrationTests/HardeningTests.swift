@@ -328,6 +328,6 @@ final class HardeningObserver: RequestObserver, Sendable {
 final class BufferingGate: RequestGate {
     func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy { .buffer(limit: 1 << 20) }
     func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
-        .decided(.forward(extraHeaders: [(request.snapshot.trustHeaderName, "none")]))
+        .decided(.forward(.none))
     }
 }

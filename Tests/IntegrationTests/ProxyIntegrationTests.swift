@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import Testing
+import Verifier
 
 extension Integration {
     /// Real clients (curl, nghttp, h2load) as processes against an in-process
@@ -238,10 +239,10 @@ extension Integration {
                 func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
                     // The gate sees the assertion header but never a spoofed trust header.
                     let spoofSeen = request.headers.contains { $0.name.lowercased().hasPrefix("x-assertgate-") }
-                    return .decided(.forward(extraHeaders: [
-                        ("X-AssertGate-Trust", spoofSeen ? "spoof-visible" : "verified"),
-                        ("X-AssertGate-Key-Id", request.headers.first(name: "AssertGate-Key-Id") ?? "none"),
-                    ]))
+                    // The gate's typed outcome is what the upstream reads, rendered by the pipeline.
+                    if spoofSeen { return .decided(.forward(.invalid(.malformedHeader))) }
+                    let keyId = Array((request.headers.first(name: "AssertGate-Key-Id") ?? "none").utf8)
+                    return .decided(.forward(.verified(VerifiedIdentity(keyId: keyId, environment: "production"))))
                 }
             }
             let h = try await Harness.start(hooks: GatewayHooks(makeGate: { _ in VerifiedGate() }))
@@ -252,7 +253,9 @@ extension Integration {
             #expect(r.status == 0, "\(r.stderr)")
             let head = try #require(h.upstream.requests.first)
             #expect(head.headers["X-AssertGate-Trust"] == ["verified"])
-            #expect(head.headers["X-AssertGate-Key-Id"] == ["k1"])
+            #expect(head.headers["X-AssertGate-Key-Id"] == [Base64.encodeURL(Array("k1".utf8))])
+            #expect(head.headers["X-AssertGate-Env"] == ["production"])
+            #expect(head.headers["X-AssertGate-Reason"] == [])
             #expect(head.headers["AssertGate-Key-Id"] == [])  // route does not forward assertion headers
             try await h.stop()
         }

@@ -21,6 +21,16 @@ public struct AdminResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: String
+
+    init(status: Int, headers: [(String, String)], body: String) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    init(_ problem: ProblemAnswer) {
+        self.init(status: problem.status, headers: problem.headers, body: problem.body)
+    }
 }
 
 /// The admin endpoints of protocol.md §7, independent of the socket so they
@@ -188,23 +198,17 @@ public final class AdminRouter: Sendable {
 
     private func unauthorized(_ requestId: String) -> AdminResponse {
         var r = problem(.unauthorized, requestId)
-        r.headers.append(("WWW-Authenticate", "Bearer"))
+        r.headers.append(("www-authenticate", "Bearer"))
         return r
     }
 
     private func methodNotAllowed(_ allow: String, _ requestId: String) -> AdminResponse {
-        var r = problem(.methodNotAllowed, requestId)
-        r.headers.append(("Allow", allow))
-        return r
+        AdminResponse(ProblemWriter.answer(Rejection(.methodNotAllowed, allow: allow), requestId: requestId))
     }
 
     /// `status` overrides the reason's own status where §7 says so (`404 unknown-key`).
-    private func problem(_ reason: ReasonToken, _ requestId: String, detail: String? = nil, status: Int? = nil) -> AdminResponse {
-        let body = ProblemDetails.body(reason: reason, requestId: requestId, detail: detail, status: status)
-        return AdminResponse(
-            status: status ?? reason.httpStatus,
-            headers: [("Content-Type", ProblemDetails.contentType), ("X-Request-Id", requestId)],
-            body: body)
+    private func problem(_ reason: ReasonToken, _ requestId: String, detail: String = "", status: Int? = nil) -> AdminResponse {
+        AdminResponse(ProblemWriter.answer(Rejection(reason, detail, status: status), requestId: requestId))
     }
 }
 

@@ -108,9 +108,7 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             self.head = nil
             if bodyBytes > Self.maxBodyBytes {
                 let requestId = RequestId.resolve(head.headers.first(name: "x-request-id"))
-                let response = AdminResponse(
-                    status: 413, headers: [("Content-Type", ProblemDetails.contentType), ("X-Request-Id", requestId)],
-                    body: ProblemDetails.body(reason: .bodyTooLarge, requestId: requestId))
+                let response = AdminResponse(ProblemWriter.answer(Rejection(.bodyTooLarge), requestId: requestId))
                 write(response, for: head, context: context, forceClose: true)
                 return
             }
@@ -140,10 +138,7 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let reason: ReasonToken = parseError == .headerOverflow ? .headersTooLarge : .malformedRequest
         let requestId = RequestId.resolve(nil)
-        let response = AdminResponse(
-            status: reason.httpStatus,
-            headers: [("Content-Type", ProblemDetails.contentType), ("X-Request-Id", requestId)],
-            body: ProblemDetails.body(reason: reason, requestId: requestId))
+        let response = AdminResponse(ProblemWriter.answer(Rejection(reason), requestId: requestId))
         head = nil
         write(response, for: HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), context: context, forceClose: true)
         active = false  // nothing more is read from a stream that lost its framing

@@ -61,11 +61,10 @@ public final class AssertionGate: RequestGate {
         guard let context = request.snapshot.enforcement else {
             // Unreachable through `serve` (it refuses unloadable trust anchors);
             // fail closed rather than forward unchecked.
-            return .decided(.reject(.storeUnavailable, extraHeaders: []))
+            return .decided(.reject(Rejection(.storeUnavailable, "no enforcement context")))
         }
         guard route.mode != .passthrough else {
-            if let fixed = context.unsignedPassthroughHeaders { return .decided(.forward(extraHeaders: fixed)) }
-            return .decided(forward(.none, request, context))
+            return .decided(.forward(.none))
         }
         let started = NIODeadline.now()
         // 1. Headers and assertion object.
@@ -76,12 +75,12 @@ public final class AssertionGate: RequestGate {
                 names: context.headerNames, challengeRequired: route.challengeRequired
             ) { request.headers.first(name: $0) }
         } catch {
-            return .decided(timed(started, route, fail(error.reason, request, route, context)))
+            return .decided(timed(started, route, fail(error, route)))
         }
         do throws(VerificationError) {
             parsed = try ParsedAssertion.parse(headers.assertion)
         } catch {
-            return .decided(timed(started, route, fail(error.reason, request, route, context)))
+            return .decided(timed(started, route, fail(Rejection(error), route)))
         }
         let bodyHash: String
         if route.bindBody, let body {
@@ -104,12 +103,12 @@ public final class AssertionGate: RequestGate {
         let decision = loaded.flatMap { stored -> EventLoopFuture<GateDecision> in
             guard let stored else {
                 return self.eventLoop.makeSucceededFuture(
-                    self.timed(started, route, self.fail(.unknownKey, request, route, context)))
+                    self.timed(started, route, self.fail(Rejection(.unknownKey, "no key stored under this id"), route)))
             }
             guard let publicKey = try? P256PublicKey(point: stored.publicKey) else {
                 // A stored key that does not parse cannot verify anything.
                 return self.eventLoop.makeSucceededFuture(
-                    self.timed(started, route, self.fail(.unknownKey, request, route, context)))
+                    self.timed(started, route, self.fail(Rejection(.unknownKey, "the stored public key does not parse"), route)))
             }
             let entry = KeyCache.Entry(stored: stored, publicKey: publicKey)
             self.keys.put(headers.keyId, entry)
@@ -131,7 +130,7 @@ public final class AssertionGate: RequestGate {
                 verifier: entry.verifier, appId: entry.stored.appId, clientDataHash: clientDataHash,
                 previousCounter: nil)
         } catch {
-            return eventLoop.makeSucceededFuture(timed(started, route, fail(error.reason, request, route, context)))
+            return eventLoop.makeSucceededFuture(timed(started, route, fail(Rejection(error), route)))
         }
         // One promise for the decision; the store calls back on its loop,
         // which is this worker's (no hop, no chain of futures).
@@ -172,13 +171,13 @@ public final class AssertionGate: RequestGate {
     ) -> GateDecision {
         if let rejection = result.rejection {
             if rejection == .unknownKey { keys.remove(headers.keyId) }
-            return fail(rejection, request, route, context)
+            return fail(Rejection(rejection), route)
         }
         let stored = entry.stored
         guard let app = context.apps[stored.appId], app.environments.contains(stored.environment) else {
             risk?.rules(route: route.upstream).inc(.environments, .reject)
             let reason: ReasonToken = context.apps[stored.appId] == nil ? .appIdMismatch : .environmentNotAllowed
-            return fail(reason, request, route, context)
+            return fail(Rejection(reason), route)
         }
         let state = result.state
         let signals = RuleSignals(
@@ -198,7 +197,7 @@ public final class AssertionGate: RequestGate {
             } else {
                 verdict = RuleEvaluator.evaluate(rules, signals)
             }
-            if let reason = verdict.rejection { return fail(reason, request, route, context) }
+            if let reason = verdict.rejection { return fail(Rejection(reason), route) }
             flags = verdict.flags
         }
         let now = clock()
@@ -210,27 +209,18 @@ public final class AssertionGate: RequestGate {
             appVersion: signals.appVersion, launchCategory: signals.launchCategory, keyPolicy: signals.keyPolicy,
             flags: flags)
         risk?.verified(route: route.upstream, environment: stored.environment, launchCategory: signals.launchCategory).inc()
-        return forward(.verified(identity), request, context)
-    }
-
-    private func forward(_ outcome: TrustOutcome, _ request: ProxyRequest, _ context: EnforcementContext)
-        -> GateDecision
-    {
-        let headers = context.trustHeaders.headers(
-            for: outcome, requestId: request.requestId, method: request.method, path: request.target, now: clock())
-        return .forward(extraHeaders: headers.map { ($0.name, $0.value) })
+        return .forward(.verified(identity))
     }
 
     /// A failed check: rejected in `enforce`, forwarded with the reason in `monitor`.
-    private func fail(
-        _ reason: ReasonToken, _ request: ProxyRequest, _ route: RouteConfig, _ context: EnforcementContext
-    ) -> GateDecision {
+    private func fail(_ rejection: Rejection, _ route: RouteConfig) -> GateDecision {
         switch route.mode {
         case .enforce:
-            return .reject(reason, extraHeaders: [])
+            return .reject(rejection)
         case .monitor, .passthrough:
+            let reason = rejection.reason
             let outcome: TrustOutcome = reason == .missingAssertion ? .missing(reason) : .invalid(reason)
-            return forward(outcome, request, context)
+            return .forward(outcome)
         }
     }
 
@@ -239,8 +229,8 @@ public final class AssertionGate: RequestGate {
     ) -> GateDecision {
         metrics?.storeErrors.inc()
         switch route.onStoreError {
-        case .reject: return .reject(.storeUnavailable, extraHeaders: [])
-        case .forward: return forward(.unavailable, request, context)
+        case .reject: return .reject(Rejection(.storeUnavailable))
+        case .forward: return .forward(.unavailable)
         }
     }
 }

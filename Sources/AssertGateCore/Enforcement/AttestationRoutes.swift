@@ -47,7 +47,7 @@ public final class AttestationRoutes: LocalHandler {
         case "/challenge", "/attest":
             guard request.method == "POST" else {
                 answer = eventLoop.makeSucceededFuture(
-                    problem(Rejection(.methodNotAllowed), request, extraHeaders: [("Allow", "POST")]))
+                    problem(Rejection(.methodNotAllowed, allow: "POST"), request))
                 break
             }
             let bytes = Array(body.readableBytesView)
@@ -66,7 +66,7 @@ public final class AttestationRoutes: LocalHandler {
         let peer = request.clientAddress ?? ""
         if case .limited(let retry) = limiter.take(peer: peer, rate: context.challengeRate, nowNanos: monotonicNanos()) {
             return eventLoop.makeSucceededFuture(
-                problem(Rejection(.rateLimited, retryAfter: retry), request, extraHeaders: [("Retry-After", "\(retry)")]))
+                problem(Rejection(.rateLimited, retryAfter: retry), request))
         }
         let parsed: ChallengeRequest
         do throws(Rejection) {
@@ -120,7 +120,7 @@ public final class AttestationRoutes: LocalHandler {
             switch result {
             case .failure(let error):
                 return self.eventLoop.makeSucceededFuture(
-                    self.problem(Rejection(error.reason, error.detail), request))
+                    self.problem(Rejection(error), request))
             case .success(let v):
                 attestation = v
             }
@@ -178,19 +178,10 @@ public final class AttestationRoutes: LocalHandler {
             status: status, headers: [("Content-Type", "application/json")] + extraHeaders, body: buffer)
     }
 
-    private func problem(_ rejection: Rejection, _ request: ProxyRequest, extraHeaders: [(String, String)] = [])
-        -> LocalResponse
-    {
-        // The detail says which check failed (never secret material): it is
-        // what an app developer needs to fix an integration.
-        let text = ProblemDetails.body(
-            reason: rejection.reason, requestId: request.requestId,
-            detail: rejection.detail.isEmpty ? nil : rejection.detail)
-        var buffer = ByteBufferAllocator().buffer(capacity: text.utf8.count)
-        buffer.writeString(text)
+    private func problem(_ rejection: Rejection, _ request: ProxyRequest) -> LocalResponse {
+        let answer = ProblemWriter.answer(rejection, requestId: request.requestId)
         return LocalResponse(
-            status: rejection.reason.httpStatus,
-            headers: [("Content-Type", ProblemDetails.contentType)] + extraHeaders, body: buffer,
+            status: answer.status, headers: answer.headers, body: ByteBuffer(string: answer.body),
             reason: rejection.reason, detail: rejection.detail.isEmpty ? nil : rejection.detail)
     }
 }

@@ -12,10 +12,6 @@ public final class EnforcementContext: Sendable {
     /// Rebuilt on reload, so the configuration is the source of truth for
     /// keys already stored.
     public let apps: [String: AppPolicy]
-    public let trustHeaders: TrustHeaderBuilder
-    /// The headers of a passthrough request when nothing is signed: the same
-    /// for every request, so built once instead of on the hot path.
-    public let unsignedPassthroughHeaders: [(String, String)]?
     public let headerNames: AssertionHeaderNames
     public let prefix: String
     public let challengeTTL: TimeAmount
@@ -59,10 +55,6 @@ public final class EnforcementContext: Sendable {
             policies[app.appId] = AppPolicy(environments: app.environments, rules: app.rules)
         }
         self.apps = policies
-        self.trustHeaders = TrustHeaderBuilder(
-            prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
-        self.unsignedPassthroughHeaders =
-            config.trust.signingSecret == nil ? [(config.trust.headerPrefix + "Trust", TrustOutcome.none.trustValue)] : nil
         self.headerNames = a.headers
         self.prefix = a.prefix
         self.challengeTTL = a.challengeTTL

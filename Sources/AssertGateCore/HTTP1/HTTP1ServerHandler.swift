@@ -95,7 +95,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             keepAlive = false
             discardingRequest = true
             refuseHead(
-                .headersTooLarge, requestId: intake.request.requestId, method: head.method.rawValue, target: head.uri,
+                Rejection(.headersTooLarge, "head over limits.maxHeaderListBytes"), requestId: intake.request.requestId, method: head.method.rawValue, target: head.uri,
                 observer: worker.observer)
             return
         }
@@ -272,7 +272,9 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             return
         }
         keepAlive = false
-        let reason: ReasonToken = parseError == .headerOverflow ? .headersTooLarge : .malformedRequest
-        refuseHead(reason, requestId: worker.requestIds.make(), method: "", target: "", observer: worker.observer)
+        let rejection =
+            parseError == .headerOverflow
+            ? Rejection(.headersTooLarge, "head over limits.maxHeaderListBytes") : Rejection(.malformedRequest, "not HTTP/1.1")
+        refuseHead(rejection, requestId: worker.requestIds.make(), method: "", target: "", observer: worker.observer)
     }
 }

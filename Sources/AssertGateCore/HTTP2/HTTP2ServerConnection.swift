@@ -218,7 +218,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         case .headTooLarge(let id, let head):
             // Only its pseudo-headers were kept: the id is the gateway's own.
             openStream(id).refuseHead(
-                .headersTooLarge, requestId: worker.requestIds.make(), method: head.method ?? "",
+                Rejection(.headersTooLarge, "header list over limits.maxHeaderListBytes"), requestId: worker.requestIds.make(), method: head.method ?? "",
                 target: head.path ?? "", observer: worker.observer)
         case .data(let id, let buffer):
             if let p = lookupStream(id)?.pipeline {

@@ -67,14 +67,20 @@ public struct TrustHeaderBuilder: Sendable {
     public let prefix: String
     private let signer: TrustSigner?
 
+    /// `<prefix>Trust: none` unsigned: what most passthrough requests carry,
+    /// the same every time, so built once instead of on the hot path.
+    private let unsignedNone: [(name: String, value: String)]
+
     public init(prefix: String, signingSecret: String?) {
         self.prefix = prefix
         self.signer = signingSecret.map { TrustSigner(secret: $0, headerPrefix: prefix) }
+        self.unsignedNone = [(prefix + "Trust", TrustOutcome.none.trustValue)]
     }
 
     public func headers(
         for outcome: TrustOutcome, requestId: String, method: String, path: String, now: Int64
     ) -> [(name: String, value: String)] {
+        if signer == nil, case .none = outcome { return unsignedNone }
         var out: [(name: String, value: String)] = [(prefix + "Trust", outcome.trustValue)]
         if let r = outcome.reason { out.append((prefix + "Reason", r.rawValue)) }
         if case .verified(let id) = outcome {

@@ -8,8 +8,9 @@ public final class GatewaySnapshot: Sendable {
     let trustPrefixLower: [UInt8]
     /// `<prefix>Trust`, the header the passthrough gate adds.
     public let trustHeaderName: String
-    /// `<prefix>Reason`, read back from a forward decision for metrics and logs.
-    let reasonHeaderName: String
+    /// Renders a forwarded request's typed trust outcome as the headers of
+    /// protocol.md §6, signed when `trust.signingSecret` is set.
+    public let trustHeaders: TrustHeaderBuilder
     /// Lower-cased names of the three assertion headers.
     let assertionHeadersLower: [[UInt8]]
 
@@ -61,7 +62,8 @@ public final class GatewaySnapshot: Sendable {
         self.upstreamTLS = upstreamTLS
         self.trustPrefixLower = Array(config.trust.headerPrefix.lowercased().utf8)
         self.trustHeaderName = config.trust.headerPrefix + "Trust"
-        self.reasonHeaderName = config.trust.headerPrefix + "Reason"
+        self.trustHeaders = TrustHeaderBuilder(
+            prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
         let h = config.attestation.headers
         self.assertionHeadersLower = [h.keyId, h.assertion, h.challenge].map { Array($0.lowercased().utf8) }
     }

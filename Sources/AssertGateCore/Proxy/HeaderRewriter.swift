@@ -92,7 +92,7 @@ enum HeaderRewriter {
     /// Builds the upstream request headers from the client's (already trust-stripped) headers.
     static func upstreamRequestHeaders(
         client: HTTPHeaders, authority: String?, route: RouteConfig, snapshot: GatewaySnapshot,
-        requestId: String, clientAddress: String?, scheme: String, extra: [(String, String)],
+        requestId: String, clientAddress: String?, scheme: String, extra: [(name: String, value: String)],
         bodyFraming: RequestBodyFraming, fallbackHost: String? = nil
     ) -> HTTPHeaders {
         var out = HTTPHeaders()
@@ -110,7 +110,7 @@ enum HeaderRewriter {
     static func upstreamRequestHead(
         method: String, target: String, client: HTTPHeaders, authority: String?, route: RouteConfig,
         snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
-        extra: [(String, String)], bodyFraming: RequestBodyFraming, fallbackHost: String? = nil,
+        extra: [(name: String, value: String)], bodyFraming: RequestBodyFraming, fallbackHost: String? = nil,
         allocator: ByteBufferAllocator
     ) -> UpstreamRequestHead? {
         var writer = UpstreamHeadWriter(method: method, target: target, allocator: allocator)
@@ -125,7 +125,7 @@ enum HeaderRewriter {
     static func writeUpstreamRequestHeaders<Sink: UpstreamHeaderSink>(
         into out: inout Sink, client: HTTPHeaders, authority: String?, route: RouteConfig,
         snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
-        extra: [(String, String)], bodyFraming: RequestBodyFraming, fallbackHost: String?
+        extra: [(name: String, value: String)], bodyFraming: RequestBodyFraming, fallbackHost: String?
     ) {
         let listed = connectionTokens(client)
         if let authority { out.add(name: "Host", value: authority) }

@@ -34,10 +34,12 @@ public enum GateBodyPolicy: Sendable, Equatable {
 }
 
 public enum GateDecision: Sendable {
-    /// Forward with these headers added (e.g. the trust headers).
-    case forward(extraHeaders: [(String, String)])
-    /// Answer a problem+json for `reason` (status from the token), with extra response headers.
-    case reject(ReasonToken, extraHeaders: [(String, String)])
+    /// Forward, carrying what the gate concluded: the pipeline renders the
+    /// trust headers from it once, and reads trust and reason for metrics
+    /// and the log from it, typed.
+    case forward(TrustOutcome)
+    /// Answer the rejection's problem+json.
+    case reject(Rejection)
 }
 
 /// A gate answers synchronously when it can (no future allocated on the fast path).
@@ -60,7 +62,7 @@ public final class PassthroughGate: RequestGate {
     public init() {}
     public func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy { .stream }
     public func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
-        .decided(.forward(extraHeaders: [(request.snapshot.trustHeaderName, "none")]))
+        .decided(.forward(.none))
     }
 }
 

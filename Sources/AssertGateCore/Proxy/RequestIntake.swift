@@ -20,7 +20,7 @@ enum RequestIntake {
         var body: RequestBodyInfo
         /// Set when the head itself is refused (`underscoresInHeaders: reject`):
         /// the pipeline answers it before anything else.
-        var refusal: ReasonToken?
+        var refusal: Rejection?
     }
 
     static func accept(
@@ -50,7 +50,7 @@ enum RequestIntake {
             clientAddress: clientAddress, snapshot: snapshot)
         return Accepted(
             request: request, body: RequestBodyInfo(framing: framing(method: method, headers: headers, wire: wire)),
-            refusal: clean ? nil : .malformedRequest)
+            refusal: clean ? nil : Rejection(.malformedRequest, "a header name spelled with an underscore"))
     }
 
     static func framing(method: String, headers: HTTPHeaders, wire: Wire) -> RequestBodyFraming {
@@ -77,17 +77,14 @@ extension ResponseSink {
     /// the limit), with its problem, and reports it like a pipeline would, so
     /// it is counted and logged with its reason.
     func refuseHead(
-        _ reason: ReasonToken, requestId: String, method: String, target: String, observer: (any RequestObserver)?
+        _ rejection: Rejection, requestId: String, method: String, target: String, observer: (any RequestObserver)?
     ) {
-        let body = ProblemResponse.body(reason, requestId: requestId, allocator: allocator)
-        var headers = HTTPHeaders()
-        for (n, v) in ProblemResponse.headers(bodyLength: body.readableBytes, requestId: requestId, extra: []) {
-            headers.add(name: n, value: v)
-        }
+        let answer = ProblemWriter.answer(rejection, requestId: requestId)
         observer?.requestFinished(
-            .refusedHead(requestId: requestId, method: method, target: target, status: reason.httpStatus, reason: reason))
-        sendResponseHead(status: reason.httpStatus, headers: headers, endStream: false)
-        sendResponseBody(body)
+            .refusedHead(
+                requestId: requestId, method: method, target: target, status: answer.status, reason: rejection.reason))
+        sendResponseHead(status: answer.status, headers: HTTPHeaders(answer.headers), endStream: false)
+        sendResponseBody(allocator.buffer(string: answer.body))
         sendResponseEnd()
     }
 }

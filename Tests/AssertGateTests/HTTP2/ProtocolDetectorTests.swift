@@ -8,7 +8,9 @@ import Verifier
 
 final class RecordingObserver: RequestObserver {
     var summaries: [RequestSummary] = []
+    var timeouts: [RequestTimeoutKind] = []
     func requestFinished(_ summary: RequestSummary) { summaries.append(summary) }
+    func timedOut(_ kind: RequestTimeoutKind) { timeouts.append(kind) }
 }
 
 /// Notes how many response bytes had already left when a request was reported.

@@ -108,19 +108,17 @@ extension Result where Failure == Rejection {
     }
 }
 
-@Suite struct EnforcementContextTests {
-    @Test func unsignedPassthroughHeadersMatchTheBuilder() throws {
-        var config = GatewayConfig(
-            listeners: [ListenerConfig(address: HostPort(host: "127.0.0.1", port: 0))],
-            apps: [AppConfig(appId: "ABCDE12345.com.example.app")], upstreams: [:], routes: [])
-        config.trust.headerPrefix = "X-Edge-"
-        let context = try EnforcementContext(config: config)
-        let fixed = try #require(context.unsignedPassthroughHeaders)
-        let built = context.trustHeaders.headers(for: .none, requestId: "r", method: "GET", path: "/", now: 1)
-        #expect(fixed.map(\.0) == built.map(\.name))
-        #expect(fixed.map(\.1) == built.map(\.value))
-        config.trust.signingSecret = Secret(source: .inline, value: "s")
-        // Signed passthrough headers depend on the request: never precomputed.
-        #expect(try EnforcementContext(config: config).unsignedPassthroughHeaders == nil)
+@Suite struct TrustHeaderFastPathTests {
+    @Test func unsignedNoneIsTheOneTrustHeader() {
+        let unsigned = TrustHeaderBuilder(prefix: "X-Edge-", signingSecret: nil)
+        let none = unsigned.headers(for: .none, requestId: "r", method: "GET", path: "/", now: 1)
+        #expect(none.map(\.name) == ["X-Edge-Trust"])
+        #expect(none.map(\.value) == ["none"])
+        // Signed passthrough headers depend on the request: never the fixed list.
+        let signed = TrustHeaderBuilder(prefix: "X-Edge-", signingSecret: "s")
+        let a = signed.headers(for: .none, requestId: "r1", method: "GET", path: "/", now: 1)
+        let b = signed.headers(for: .none, requestId: "r2", method: "GET", path: "/", now: 1)
+        #expect(a.map(\.name) == ["X-Edge-Trust", "X-Edge-Signature"])
+        #expect(a.last?.value != b.last?.value)
     }
 }

@@ -7,7 +7,7 @@ import Verifier
 @testable import AssertGateCore
 
 /// A gate that buffers up to 16 bytes and decides on the body: "bad" → 403
-/// bad-signature, "slow" → decides asynchronously, anything else → forward.
+/// bad-signature (with a Retry-After, to see the rejection's headers), "slow" → decides asynchronously, anything else → forward.
 final class BodyGate: RequestGate {
     let loop: EventLoop
     var seenBodies: [String] = []
@@ -18,12 +18,13 @@ final class BodyGate: RequestGate {
         let text = body.map { String(buffer: $0) } ?? "<nil>"
         seenBodies.append(text)
         switch text {
-        case "bad": return .decided(.reject(.badSignature, extraHeaders: [("x-assertgate-reason", "bad-signature")]))
+        case "bad": return .decided(.reject(Rejection(.badSignature, "signature does not verify", retryAfter: 7)))
         case "slow":
             let p = loop.makePromise(of: GateDecision.self)
             pending.append(p)
             return .pending(p.futureResult)
-        default: return .decided(.forward(extraHeaders: [("X-AssertGate-Trust", "verified")]))
+        default:
+            return .decided(.forward(.verified(VerifiedIdentity(keyId: Array(repeating: 1, count: 32), environment: "production"))))
         }
     }
 }
@@ -39,14 +40,16 @@ final class BodyGate: RequestGate {
         return (f, gate)
     }
 
-    @Test func rejectAnswersProblemWithExtraHeaders() throws {
+    @Test func rejectAnswersTheRejectionsProblem() throws {
         let (f, gate) = try fixture()
         let sid = f.client.request("POST", "/pay", body: Array("bad".utf8))
         try f.run()
         let r = try #require(f.client.responses[sid])
         #expect(r.status == "403")
-        #expect(r.header("x-assertgate-reason") == "bad-signature")
+        #expect(r.header("retry-after") == "7")
+        #expect(r.header("content-type") == "application/problem+json")
         #expect(r.bodyString.contains("\"reason\":\"bad-signature\""))
+        #expect(r.bodyString.contains("\"detail\":\"signature does not verify\""))
         #expect(gate.seenBodies == ["bad"])
     }
 
@@ -63,7 +66,7 @@ final class BodyGate: RequestGate {
         let sid = f.client.request("POST", "/pay", body: Array("slow".utf8))
         try f.run()
         #expect(f.client.responses[sid]?.status == nil)  // still deciding
-        gate.pending.first?.succeed(.reject(.counterReplay, extraHeaders: []))
+        gate.pending.first?.succeed(.reject(Rejection(.counterReplay)))
         try f.run()
         #expect(f.client.responses[sid]?.status == "403")
         #expect(f.client.responses[sid]?.bodyString.contains("counter-replay") == true)
