@@ -338,6 +338,8 @@ final class EndpointPool {
         let serverName = tls?.serverName ?? endpoint.host
         let connectTimeout = config.connectTimeout
         let started = NIODeadline.now()
+        // The channel lives on this loop: its initializer hands the handler over here.
+        let installed = NIOLoopBoundBox<UpstreamClientHandler?>(nil, eventLoop: loop)
         let future = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -349,7 +351,7 @@ final class EndpointPool {
                         try channel.pipeline.syncOperations.addHandler(handler)
                         openSSL = handler
                     }
-                    try UpstreamClientHandler.install(on: channel.pipeline.syncOperations, tls: openSSL)
+                    installed.value = try UpstreamClientHandler.install(on: channel.pipeline.syncOperations, tls: openSSL)
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
@@ -361,12 +363,14 @@ final class EndpointPool {
         let bound = NIOLoopBound((self, delegate, tls), eventLoop: loop)
         future.whenComplete { result in
             let (ep, delegate, settings) = bound.value
-            ep.connectCompleted(result, config: config, tls: settings, client: client, delegate: delegate)
+            ep.connectCompleted(
+                result, handler: installed.value, config: config, tls: settings, client: client, delegate: delegate)
         }
     }
 
     private func connectCompleted(
-        _ result: Result<Channel, Error>, config: UpstreamConfig, tls: UpstreamTLS?, client: String?,
+        _ result: Result<Channel, Error>, handler: UpstreamClientHandler?, config: UpstreamConfig, tls: UpstreamTLS?,
+        client: String?,
         delegate: UpstreamExchangeDelegate
     ) {
         switch result {
@@ -374,8 +378,7 @@ final class EndpointPool {
             consecutiveFailures = 0
             ejectedUntil = nil
             loggedHandshakeFailure = false
-            guard let handler = try? channel.pipeline.syncOperations.handler(type: UpstreamClientHandler.self)
-            else {
+            guard let handler else {
                 total -= 1
                 give(client)
                 channel.close(promise: nil)
