@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
-                "AssertGateCore", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
+                "AssertGateCore", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2", "DeviceSim", "Verifier",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
