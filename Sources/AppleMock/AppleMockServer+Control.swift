@@ -59,7 +59,7 @@ extension AppleMockServer {
     static var endpointNames: String { AppleMockEndpoint.allCases.map(\.rawValue).joined(separator: ", ") }
 
     /// `a=b&c=d` after `?`, percent-decoded; the first of a repeated name wins.
-    static func queryItems(_ uri: String) -> [String: String] {
+    public static func queryItems(_ uri: String) -> [String: String] {
         guard let q = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
         var out: [String: String] = [:]
         for pair in q.split(separator: "&") {

@@ -9,7 +9,9 @@ extension AppleMockServer {
         let endpoint = AppleMockEndpoint(path: path)
         var record = AppleMockRequest(
             method: request.method, path: path, endpoint: endpoint, hadAuthorization: request.authorization != nil,
-            status: nil, connection: request.connection)
+            body: endpoint == .attestationData ? request.body : [],
+            authorization: endpoint == .attestationData ? request.authorization : nil, status: nil,
+            connection: request.connection)
         let (response, latency) = decide(request, endpoint, &record)
         record.status = response.status
         state.withLockedValue { $0.requests.append(record) }

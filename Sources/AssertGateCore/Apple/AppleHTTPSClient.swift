@@ -75,6 +75,14 @@ final class AppleHTTPSClient: Sendable {
         path: String, authorization: String, contentType: String? = nil, body: [UInt8], timeout: TimeAmount? = nil,
         on loop: EventLoop
     ) -> EventLoopFuture<Response> {
+        // A kept connection is driven with its pipeline's sync operations: on its loop.
+        guard loop.inEventLoop else {
+            return loop.flatSubmit {
+                self.post(
+                    path: path, authorization: authorization, contentType: contentType, body: body, timeout: timeout,
+                    on: loop)
+            }
+        }
         let deadline = NIODeadline.now() + (timeout ?? self.timeout)
         let request = Request(
             path: path, authorization: authorization, contentType: contentType, body: body, hostHeader: hostHeader)

@@ -66,5 +66,15 @@ enum DeviceCheckAnswer {
         var bit0: Bool
         var bit1: Bool
         var last_update_time: String?
+
+        enum CodingKeys: String, CodingKey { case bit0, bit1, last_update_time }
+
+        /// The bits must be booleans; a month of another type is dropped, not fatal.
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            bit0 = try c.decode(Bool.self, forKey: .bit0)
+            bit1 = try c.decode(Bool.self, forKey: .bit1)
+            last_update_time = try? c.decodeIfPresent(String.self, forKey: .last_update_time)
+        }
     }
 }
