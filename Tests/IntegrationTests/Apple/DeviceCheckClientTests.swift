@@ -109,6 +109,16 @@ import Testing
         try await f.stop()
     }
 
+    @Test func anAnswerLargerThanTheLimitIsAFailure() async throws {
+        let f = try await AppleMockFixture.start()
+        f.production.script([.status(200, String(repeating: "x", count: DeviceCheckClient.maxAnswerBytes + 1))], for: .validate)
+        let result = try await f.client.validate(
+            deviceToken: try MockDeviceToken.make(device: "gus"), environment: .production, on: f.loop
+        ).get()
+        #expect(result == .failed("127.0.0.1: answer larger than \(DeviceCheckClient.maxAnswerBytes) bytes"))
+        try await f.stop()
+    }
+
     @Test func aStalledAppleTimesOutWithinTheCallsTimeoutAndTheNextCallWorks() async throws {
         let f = try await AppleMockFixture.start(timeout: .seconds(10))
         f.production.script([.stall], for: .validate)
