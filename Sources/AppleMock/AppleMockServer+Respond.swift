@@ -14,7 +14,7 @@ extension AppleMockServer {
             connection: request.connection)
         let (response, latency) = decide(request, endpoint, &record)
         record.status = response.status
-        state.withLockedValue { $0.requests.append(record) }
+        state.withLockedValue { $0.record(record) }
         return (response, latency)
     }
 

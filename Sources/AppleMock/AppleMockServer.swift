@@ -91,6 +91,7 @@ public final class AppleMockServer: Sendable {
 
     public func setBits(_ bits: MockDeviceBits?, device: String) { state.withLockedValue { $0.bits[device] = bits } }
 
+    /// The requests seen, oldest first (the newest 10 000).
     public var requests: [AppleMockRequest] { state.withLockedValue { $0.requests } }
 
     /// Connections accepted so far.
