@@ -14,6 +14,7 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     case missingChallenge = "missing-challenge"
     case unknownKey = "unknown-key"
     case unauthorized = "unauthorized"
+    case missingDeviceToken = "missing-device-token"
     // 403
     case badSignature = "bad-signature"
     case appIdMismatch = "app-id-mismatch"
@@ -35,6 +36,10 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     case appVersionTooOld = "app-version-too-old"
     case keyPolicyNotAllowed = "key-policy-not-allowed"
     case tooManyKeys = "too-many-keys"
+    // 403, DeviceCheck (risk.md §3)
+    case deviceBitsNotAllowed = "device-bits-not-allowed"
+    case invalidDeviceToken = "invalid-device-token"
+    case deviceTokenReused = "device-token-reused"
     // 404, 405, 408, 409, 413, 429, 431
     case noRoute = "no-route"
     case unknownUser = "unknown-user"
@@ -48,5 +53,6 @@ public enum ReasonToken: String, Sendable, CaseIterable, Hashable {
     case upstreamUnavailable = "upstream-unavailable"
     case storeUnavailable = "store-unavailable"
     case gatewayBusy = "gateway-busy"
+    case devicecheckUnavailable = "devicecheck-unavailable"
     case upstreamTimeout = "upstream-timeout"
 }

@@ -47,7 +47,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .attestation:
             return ["prefix", "challengeTTL", "challengeRate", "trustAnchors", "receiptTrustAnchors", "clockSkew", "headers"]
         case .rate: return ["perSecond", "burst"]
-        case .assertionHeaders: return ["keyId", "assertion", "challenge"]
+        case .assertionHeaders: return ["keyId", "assertion", "challenge", "deviceToken"]
         case .store: return ["memory", "redis"]
         case .memoryStore: return []
         case .redis: return ["url", "cluster", "connectTimeout", "commandTimeout", "connectionsPerWorker", "tls"]
@@ -61,7 +61,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .route:
             return [
                 "match", "upstream", "mode", "challenge", "bindBody", "maxBodyBytes", "onStoreError", "maxRiskMetric",
-                "forwardAssertionHeaders", "rules",
+                "forwardAssertionHeaders", "rules", "deviceCheck", "fallback", "onDeviceCheckError",
             ]
         case .routeMatch: return ["prefix", "exact", "regex", "methods"]
         case .rules: return ["require", "flag"]

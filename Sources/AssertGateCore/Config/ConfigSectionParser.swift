@@ -22,6 +22,11 @@ struct ConfigSectionParser {
         let fraudMetric = top["fraudMetric"].flatMap(parseFraudMetric)
         let deviceCheck = top["deviceCheck"].flatMap { parseDeviceCheck($0, fraudMetric: fraudMetric, top: top) }
         let logging = top["logging"].map(parseLogging) ?? LoggingConfig()
+        if top["deviceCheck"] == nil, let routes, let i = routes.firstIndex(where: { $0.deviceCheck != .none }) {
+            reader.error(
+                itemLine(top, "routes", i, key: "deviceCheck"),
+                "routes[\(i)].deviceCheck: needs the top-level deviceCheck: section (Apple's key; `deviceCheck: {}` takes fraudMetric's)")
+        }
         resolveIdleTimeouts(&listeners, upstreams: upstreams ?? [:], top: top)
         crossCheck(listeners: listeners, admin: admin, top: top)
         guard let upstreams, let routes else { return nil }
@@ -249,7 +254,7 @@ struct ConfigSectionParser {
             let hv = reader.mapping(hnode, path: "attestation.headers", section: .assertionHeaders)
         {
             var seen: [String: String] = [:]
-            for key in ["keyId", "assertion", "challenge"] {
+            for key in ["keyId", "assertion", "challenge", "deviceToken"] {
                 guard let name = reader.string(hv, key), let n = hv[key] else { continue }
                 guard ConfigSyntax.isToken(name) else {
                     reader.error(at: n, "attestation.headers.\(key): '\(name)' is not a valid header name")
@@ -267,6 +272,7 @@ struct ConfigSectionParser {
                 switch key {
                 case "keyId": a.headers.keyId = name
                 case "assertion": a.headers.assertion = name
+                case "deviceToken": a.headers.deviceToken = name
                 default: a.headers.challenge = name
                 }
             }
@@ -484,6 +490,30 @@ struct ConfigSectionParser {
             if rules != nil, mode == .passthrough, let n = view["rules"] {
                 reader.error(at: n, "\(path).rules: a passthrough route checks no assertion, so it takes no rules")
             }
+            let deviceCheck = reader.oneOf(view, "deviceCheck", DeviceCheckMode.self)
+            let fallback = reader.oneOf(view, "fallback", RouteFallback.self)
+            let onDeviceCheckError = reader.oneOf(view, "onDeviceCheckError", StoreErrorAction.self)
+            if mode == .passthrough {
+                // risk.md §6.10: passthrough checks nothing, so it asks DeviceCheck nothing.
+                for key in ["fallback", "onDeviceCheckError"] where view[key] != nil {
+                    if let n = view[key] { reader.error(at: n, "\(path).\(key): a passthrough route takes no \(key)") }
+                }
+                if let d = deviceCheck, d != .none, let n = view["deviceCheck"] {
+                    reader.error(at: n, "\(path).deviceCheck: a passthrough route takes no deviceCheck (only none)")
+                }
+            } else {
+                if fallback == .device, (deviceCheck ?? DeviceCheckMode.none) == DeviceCheckMode.none, let n = view["fallback"] {
+                    reader.error(at: n, "\(path).fallback: device needs deviceCheck: validate or query on the route")
+                }
+                if onDeviceCheckError != nil, (deviceCheck ?? DeviceCheckMode.none) == DeviceCheckMode.none, let n = view["onDeviceCheckError"] {
+                    reader.error(at: n, "\(path).onDeviceCheckError: the route has no deviceCheck")
+                }
+                for (block, set) in [("require", rules?.require), ("flag", rules?.flag)] where set?.deviceBits != nil {
+                    if deviceCheck != .query, let n = view["rules"] {
+                        reader.error(at: n, "\(path).rules.\(block).deviceBits: needs deviceCheck: query on the route (bits are read by a query)")
+                    }
+                }
+            }
             if maxRisk != nil, rules?.require.maxRiskMetric != nil, let n = view["maxRiskMetric"] {
                 reader.error(at: n, "\(path).maxRiskMetric: also given as \(path).rules.require.maxRiskMetric; keep one (they are the same rule)")
             }
@@ -496,6 +526,9 @@ struct ConfigSectionParser {
             if let rules { route.rules = rules }
             if let maxRisk { route.maxRiskMetric = maxRisk }
             if let forward { route.forwardAssertionHeaders = forward }
+            if let deviceCheck { route.deviceCheck = deviceCheck }
+            route.fallback = fallback
+            if let onDeviceCheckError { route.onDeviceCheckError = onDeviceCheckError }
             result.append(route)
         }
         return result
@@ -709,7 +742,12 @@ struct ConfigSectionParser {
     }
 
     private func listenerLine(_ top: ConfigReader.MappingView, _ index: Int, key: String) -> Int? {
-        guard case .sequence(let sequence)? = top["listeners"] else { return nil }
+        itemLine(top, "listeners", index, key: key)
+    }
+
+    /// The line of `<section>[index].<key>`, else of the item.
+    private func itemLine(_ top: ConfigReader.MappingView, _ section: String, _ index: Int, key: String) -> Int? {
+        guard case .sequence(let sequence)? = top[section] else { return nil }
         let items = Array(sequence)
         guard index < items.count else { return nil }
         if case .mapping(let m) = items[index], let node = m[key] { return node.mark?.line }

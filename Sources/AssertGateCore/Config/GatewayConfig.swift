@@ -143,6 +143,8 @@ public struct AssertionHeaderNames: Sendable {
     public var keyId: String = "AssertGate-Key-Id"
     public var assertion: String = "AssertGate-Assertion"
     public var challenge: String = "AssertGate-Challenge"
+    /// `DCDevice.generateToken()`, base64 (risk.md §3).
+    public var deviceToken: String = "AssertGate-Device-Token"
     public init() {}
 }
 
@@ -263,6 +265,21 @@ public enum StoreErrorAction: String, Sendable, Equatable {
     case forward
 }
 
+/// What a route asks DeviceCheck (risk.md §3).
+public enum DeviceCheckMode: String, Sendable, Equatable, CaseIterable {
+    case none
+    /// `validate_device_token`: is this a genuine device's token.
+    case validate
+    /// `query_two_bits`: validates too, and reads the device's bits.
+    case query
+}
+
+/// What a route accepts from a request without assertion headers.
+public enum RouteFallback: String, Sendable, Equatable, CaseIterable {
+    /// A valid, first-use device token: forwarded with `trust=device`.
+    case device
+}
+
 public struct RouteConfig: Sendable {
     public var match: RouteMatch
     public var upstream: String
@@ -280,11 +297,16 @@ public struct RouteConfig: Sendable {
         set { rules.require.maxRiskMetric = newValue }
     }
     public var forwardAssertionHeaders: Bool = false
+    public var deviceCheck: DeviceCheckMode = .none
+    public var fallback: RouteFallback?
+    /// Resolved like `onStoreError`: reject for enforce, forward for monitor.
+    public var onDeviceCheckError: StoreErrorAction
     public init(match: RouteMatch, upstream: String, mode: PolicyMode) {
         self.match = match
         self.upstream = upstream
         self.mode = mode
         self.onStoreError = mode == .enforce ? .reject : .forward
+        self.onDeviceCheckError = mode == .enforce ? .reject : .forward
     }
 }
 

@@ -212,6 +212,21 @@ public final class AssertionGate: RequestGate {
         return .forward(.verified(identity))
     }
 
+    /// From the worker's key cache, else one key load that fills it (the
+    /// check of the same request then finds the key cached).
+    public func keyEnvironment(for request: ProxyRequest) -> EventLoopFuture<AppEnvironment?>? {
+        guard let names = request.snapshot.enforcement?.headerNames,
+            let text = request.headers.first(name: names.keyId), !text.isEmpty,
+            let keyId = try? KeyIdCodec.decode(text, reason: .malformedHeader)
+        else { return eventLoop.makeSucceededFuture(nil) }
+        if let entry = keys.get(keyId) { return eventLoop.makeSucceededFuture(entry.stored.environment) }
+        return store.loadKey(keyId: keyId).hop(to: eventLoop).assumeIsolated().map { stored -> AppEnvironment? in
+            guard let stored, let publicKey = try? P256PublicKey(point: stored.publicKey) else { return nil }
+            self.keys.put(keyId, KeyCache.Entry(stored: stored, publicKey: publicKey))
+            return stored.environment
+        }.nonisolated().recover { _ in nil }
+    }
+
     /// A failed check: rejected in `enforce`, forwarded with the reason in `monitor`.
     private func fail(_ rejection: Rejection, _ route: RouteConfig) -> GateDecision {
         switch route.mode {
@@ -230,7 +245,7 @@ public final class AssertionGate: RequestGate {
         metrics?.storeErrors.inc()
         switch route.onStoreError {
         case .reject: return .reject(Rejection(.storeUnavailable))
-        case .forward: return .forward(.unavailable)
+        case .forward: return .forward(.unavailable(.storeUnavailable))
         }
     }
 }

@@ -11,13 +11,13 @@ extension ReasonToken {
         case .malformedRequest, .malformedHeader, .malformedAssertion, .malformedAttestation,
             .unsupportedFormat, .configInvalid:
             return 400
-        case .missingAssertion, .missingChallenge, .unknownKey, .unauthorized:
+        case .missingAssertion, .missingChallenge, .unknownKey, .unauthorized, .missingDeviceToken:
             return 401
         case .badSignature, .appIdMismatch, .revokedKey, .unknownChallenge, .counterReplay,
             .riskTooHigh, .certChainInvalid, .nonceMismatch, .keyIdMismatch, .counterNotZero,
             .aaguidMismatch, .environmentNotAllowed, .credentialIdMismatch,
             .credentialKeyMismatch, .receiptInvalid, .launchCategoryNotAllowed, .appVersionTooOld,
-            .keyPolicyNotAllowed, .tooManyKeys:
+            .keyPolicyNotAllowed, .tooManyKeys, .deviceBitsNotAllowed, .invalidDeviceToken, .deviceTokenReused:
             return 403
         case .noRoute, .unknownUser: return 404
         case .methodNotAllowed: return 405
@@ -27,7 +27,7 @@ extension ReasonToken {
         case .rateLimited: return 429
         case .headersTooLarge: return 431
         case .upstreamUnavailable: return 502
-        case .storeUnavailable, .gatewayBusy: return 503
+        case .storeUnavailable, .gatewayBusy, .devicecheckUnavailable: return 503
         case .upstreamTimeout: return 504
         }
     }
@@ -64,6 +64,11 @@ extension ReasonToken {
         case .appVersionTooOld: return "App version too old"
         case .keyPolicyNotAllowed: return "Key policy not allowed"
         case .tooManyKeys: return "Too many keys for this user"
+        case .missingDeviceToken: return "Device token missing"
+        case .deviceBitsNotAllowed: return "Device bits not allowed"
+        case .invalidDeviceToken: return "Device token invalid"
+        case .deviceTokenReused: return "Device token already used"
+        case .devicecheckUnavailable: return "DeviceCheck unavailable"
         case .unknownUser: return "Unknown user"
         case .noRoute: return "No route"
         case .methodNotAllowed: return "Method not allowed"

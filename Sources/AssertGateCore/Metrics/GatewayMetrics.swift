@@ -24,6 +24,9 @@ public final class GatewayMetrics: Sendable {
     public let configReloads: MetricFamilyOf<Counter>
     /// `assertgate_receipt_refreshes_total{result}` (see `ReceiptRefreshResult`)
     public let receiptRefreshes: MetricFamilyOf<Counter>
+    /// `assertgate_devicecheck_calls_total{call, result}` (risk.md §3).
+    public let deviceCheckCalls: MetricFamilyOf<Counter>
+    public let deviceCheckDuration: MetricFamilyOf<Histogram>
     /// Redis Cluster only: redirects followed and slot-map reads.
     public let redisCluster: RedisClusterMetrics
 
@@ -85,6 +88,15 @@ public final class GatewayMetrics: Sendable {
         receiptRefreshes = registry.counter(
             "assertgate_receipt_refreshes_total", help: "Receipt refreshes with Apple's App Attest data endpoint, by result.",
             labelNames: ["result"])
+        deviceCheckCalls = registry.counter(
+            "assertgate_devicecheck_calls_total",
+            help: "DeviceCheck work by call (validate, query, update) and result: ok, unset, invalid-token, reused, "
+                + "unauthorized, throttled, failed, no-token, expired.",
+            labelNames: ["call", "result"])
+        deviceCheckDuration = registry.histogram(
+            "assertgate_devicecheck_duration_seconds",
+            help: "Time a request's DeviceCheck work took (the first-use claim and Apple's answer, together).",
+            labelNames: ["call"])
         let redirects = registry.counter(
             "assertgate_redis_cluster_redirects_total",
             help: "Redis Cluster answers the client followed: MOVED, ASK, TRYAGAIN.", labelNames: ["kind"])

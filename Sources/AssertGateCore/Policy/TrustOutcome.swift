@@ -5,7 +5,12 @@ public enum TrustOutcome: Sendable, Equatable {
     case verified(VerifiedIdentity)
     case missing(ReasonToken)
     case invalid(ReasonToken)
-    case unavailable
+    /// A check the decision needed could not be made (the store, DeviceCheck).
+    case unavailable(ReasonToken)
+    /// No assertion, but a valid first-use device token on a `fallback:
+    /// device` route: a genuine Apple device, app integrity unknown (risk.md §3).
+    /// `flags`: the failing `flag` rules (only `deviceBits` applies).
+    case device(flags: [ReasonToken])
     case none
 
     public var trustValue: String {
@@ -14,15 +19,15 @@ public enum TrustOutcome: Sendable, Equatable {
         case .missing: return "missing"
         case .invalid: return "invalid"
         case .unavailable: return "unavailable"
+        case .device: return "device"
         case .none: return "none"
         }
     }
 
     public var reason: ReasonToken? {
         switch self {
-        case .missing(let r), .invalid(let r): return r
-        case .unavailable: return .storeUnavailable
-        case .verified, .none: return nil
+        case .missing(let r), .invalid(let r), .unavailable(let r): return r
+        case .verified, .device, .none: return nil
         }
     }
 }
@@ -78,9 +83,10 @@ public struct TrustHeaderBuilder: Sendable {
     }
 
     public func headers(
-        for outcome: TrustOutcome, requestId: String, method: String, path: String, now: Int64
+        for outcome: TrustOutcome, device: DeviceSignal? = nil, requestId: String, method: String, path: String,
+        now: Int64
     ) -> [(name: String, value: String)] {
-        if signer == nil, case .none = outcome { return unsignedNone }
+        if signer == nil, device == nil, case .none = outcome { return unsignedNone }
         var out: [(name: String, value: String)] = [(prefix + "Trust", outcome.trustValue)]
         if let r = outcome.reason { out.append((prefix + "Reason", r.rawValue)) }
         if case .verified(let id) = outcome {
@@ -97,6 +103,14 @@ public struct TrustHeaderBuilder: Sendable {
             if let c = id.launchCategory { out.append((prefix + "Launch-Category", LaunchCategory.name(c))) }
             if let p = id.keyPolicy { out.append((prefix + "Key-Policy", p.rawValue)) }
             if !id.flags.isEmpty { out.append((prefix + "Flags", id.flags.map(\.rawValue).joined(separator: ", "))) }
+        }
+        if case .device(let flags) = outcome, !flags.isEmpty {
+            out.append((prefix + "Flags", flags.map(\.rawValue).joined(separator: ", ")))
+        }
+        // DeviceCheck's answer goes on every trust level: it names no identity.
+        if let device {
+            out.append((prefix + "Device", device.headerValue))
+            if let bits = device.bitsHeaderValue { out.append((prefix + "Device-Bits", bits)) }
         }
         if let signer {
             let sig = signer.signature(

@@ -11,7 +11,7 @@ public final class GatewaySnapshot: Sendable {
     /// Renders a forwarded request's typed trust outcome as the headers of
     /// protocol.md §6, signed when `trust.signingSecret` is set.
     public let trustHeaders: TrustHeaderBuilder
-    /// Lower-cased names of the three assertion headers.
+    /// Lower-cased names of the three assertion headers and the device token's.
     let assertionHeadersLower: [[UInt8]]
     /// The strictest mode of any route, and whether one route alone has it:
     /// a request whose path selects that route as received needs no other
@@ -70,7 +70,8 @@ public final class GatewaySnapshot: Sendable {
         self.trustHeaders = TrustHeaderBuilder(
             prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
         let h = config.attestation.headers
-        self.assertionHeadersLower = [h.keyId, h.assertion, h.challenge].map { Array($0.lowercased().utf8) }
+        // The device token goes with them (risk.md §6.7).
+        self.assertionHeadersLower = [h.keyId, h.assertion, h.challenge, h.deviceToken].map { Array($0.lowercased().utf8) }
         let ranks = config.routes.map { Self.rank($0.mode) }
         let strictest = ranks.max() ?? -1
         self.strictestRank = strictest

@@ -55,6 +55,14 @@ public protocol RequestGate: AnyObject {
     func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy
     /// `body` is non-nil exactly when `bodyPolicy` asked for `.buffer`.
     func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome
+    /// The stored environment of the key the request names, once known (nil
+    /// inside: no such key). nil: this gate knows no keys. DeviceCheck picks
+    /// its host by it (risk.md §6.3).
+    func keyEnvironment(for request: ProxyRequest) -> EventLoopFuture<AppEnvironment?>?
+}
+
+extension RequestGate {
+    public func keyEnvironment(for request: ProxyRequest) -> EventLoopFuture<AppEnvironment?>? { nil }
 }
 
 /// Passthrough: forward everything with `<prefix>Trust: none`.
@@ -156,6 +164,8 @@ public struct GatewayHooks: Sendable {
     public var makeGate: @Sendable (any EventLoop) -> any RequestGate
     public var makeLocalHandlers: @Sendable (any EventLoop) -> [any LocalHandler]
     public var makeObserver: @Sendable (any EventLoop) -> (any RequestObserver)?
+    /// Routes with `deviceCheck` (nil: no `deviceCheck:` section; such routes see `unavailable`).
+    var makeDeviceCheck: (@Sendable (any EventLoop) -> DeviceCheckService)?
     public init(
         makeGate: @escaping @Sendable (any EventLoop) -> any RequestGate = { _ in PassthroughGate() },
         makeLocalHandlers: @escaping @Sendable (any EventLoop) -> [any LocalHandler] = { _ in [] },

@@ -72,6 +72,14 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var bodyHeld = 0
     private var bodyClock: BodyClock?
     private var bodyTimer: Scheduled<Void>?
+    /// The route's DeviceCheck work (risk.md §3): started with the head, in
+    /// parallel with the body and the assertion; nil once arrived or unused.
+    private var device: DeviceCheckOutcome?
+    /// The gate decided before DeviceCheck answered: applied when it does.
+    private var heldDecision: (decision: GateDecision, route: RouteConfig, body: ByteBuffer?)?
+    /// The request carries assertion headers (risk.md §6.17): judged by them,
+    /// never by `fallback: device`.
+    private var asserted = false
 
     static let maxDiscardBytes = 256 << 10
 
@@ -114,6 +122,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         // Labels the request's metrics with its route even when the gate rejects it.
         record.upstream = route.upstream
+        if route.deviceCheck != .none { startDeviceCheck(route) }
         switch worker.gate.bodyPolicy(for: request, route: route) {
         case .stream:
             runGate(route, body: nil)
@@ -357,7 +366,43 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         return true
     }
 
+    private func startDeviceCheck(_ route: RouteConfig) {
+        let names = snapshot.config.attestation.headers
+        asserted = [names.keyId, names.assertion].contains { !(request.headers.first(name: $0) ?? "").isEmpty }
+        let loop = worker.eventLoop
+        let work: EventLoopFuture<DeviceCheckOutcome>
+        if let service = worker.deviceCheck {
+            let environment = worker.gate.keyEnvironment(for: request) ?? loop.makeSucceededFuture(nil)
+            work = service.check(request, mode: route.deviceCheck, environment: environment)
+        } else {
+            // Unreachable through `serve` (a route with deviceCheck needs the section).
+            work = loop.makeSucceededFuture(DeviceCheckOutcome(signal: .unavailable))
+        }
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        work.hop(to: loop).whenSuccess { bound.value.deviceArrived($0) }
+    }
+
+    private func deviceArrived(_ outcome: DeviceCheckOutcome) {
+        device = outcome
+        guard let held = heldDecision else { return }
+        heldDecision = nil
+        guard decided() else { return }
+        apply(held.decision, route: held.route, body: held.body)
+    }
+
     private func apply(_ decision: GateDecision, route: RouteConfig, body: ByteBuffer?) {
+        var decision = decision
+        if route.deviceCheck != .none {
+            guard let device else {
+                if case .reject(let rejection) = decision, asserted || route.fallback != .device {
+                    // DeviceCheck cannot change a refused assertion: no need to wait.
+                    return answer(rejection)
+                }
+                heldDecision = (decision, route, body)
+                return
+            }
+            decision = DevicePolicy.decide(decision, asserted: asserted, device: device.signal, route: route)
+        }
         switch decision {
         case .reject(let rejection):
             answer(rejection)
@@ -379,8 +424,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                     HostPort(host: $0.host, port: $0.port).description
                 }
             let trust = snapshot.trustHeaders.headers(
-                for: outcome, requestId: request.requestId, method: request.method, path: request.target,
-                now: UnixClock.now())
+                for: outcome, device: device?.signal, requestId: request.requestId, method: request.method,
+                path: request.target, now: UnixClock.now())
             guard
                 let head = HeaderRewriter.upstreamRequestHead(
                     method: request.method, target: request.target, client: request.headers,

@@ -25,8 +25,7 @@ struct RequestRecord {
         let (status, aborted) = exchange.outcome
         var forwardedReason: ReasonToken?
         switch outcome {
-        case .missing(let r)?, .invalid(let r)?: forwardedReason = r
-        case .unavailable?: forwardedReason = .storeUnavailable
+        case .missing(let r)?, .invalid(let r)?, .unavailable(let r)?: forwardedReason = r
         default: forwardedReason = nil
         }
         return RequestSummary(

@@ -25,15 +25,15 @@ public enum RulesSummary {
         if let v = set.keyPolicy { parts.append("keyPolicy \(v.rawValue)") }
         if let v = set.maxUserKeys { parts.append("maxUserKeys \(v)") }
         if let v = set.maxRiskMetric { parts.append("maxRiskMetric \(v)") }
-        if let v = set.deviceBits { parts.append("deviceBits \(v.description) (cannot act yet)") }
+        if let v = set.deviceBits { parts.append("deviceBits \(v.description)") }
         return parts
     }
 
     private static func list(_ items: [String]) -> String { "[" + items.joined(separator: ", ") + "]" }
 
     /// Rules that can never act: `maxRiskMetric` without `fraudMetric` (no
-    /// key ever gets a metric), `deviceBits` (DeviceCheck is not part of this
-    /// version), and an app's rules when every route is passthrough.
+    /// key ever gets a metric) and an app's rules when every route is
+    /// passthrough. (`deviceBits` without `deviceCheck: query` is an error.)
     public static func warnings(_ config: GatewayConfig) -> [String] {
         var out: [String] = []
         let checked = config.routes.contains { $0.mode != .passthrough }
@@ -63,9 +63,6 @@ public enum RulesSummary {
                 if route.rules.flag.maxRiskMetric != nil {
                     out.append("routes[\(i)].rules.flag.maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts")
                 }
-            }
-            for (block, set) in [("require", route.rules.require), ("flag", route.rules.flag)] where set.deviceBits != nil {
-                out.append("routes[\(i)].rules.\(block).deviceBits cannot act yet: this version has no DeviceCheck (docs/devicecheck.md); the rule is ignored")
             }
         }
         return out

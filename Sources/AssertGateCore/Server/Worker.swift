@@ -33,7 +33,11 @@ final class Worker {
         self.gate = hooks.makeGate(eventLoop)
         self.localHandlers = hooks.makeLocalHandlers(eventLoop)
         self.observer = hooks.makeObserver(eventLoop)
+        self.deviceCheck = hooks.makeDeviceCheck?(eventLoop)
     }
+
+    /// DeviceCheck for routes that ask it (nil without a `deviceCheck:` section).
+    var deviceCheck: DeviceCheckService?
 
     /// Request-body bytes the worker's pipelines hold in memory for checks
     /// (`limits.maxBufferedBodyBytes`).

@@ -46,18 +46,21 @@ import Testing
                 upstream: api
                 mode: enforce
                 rules: {require: {launchCategories: [app-store], deviceBits: {bit1: false}}, flag: {minAppVersion: "3"}}
+                deviceCheck: query
               - {match: {prefix: /}, upstream: api, mode: monitor}
+            deviceCheck: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {file: AuthKey.p8}}
             """)
+        try dir.write("AuthKey.p8", try TestKeys.ecPrivateKeyPEM())
         let result = try Subprocess.run(try Self.binary(), ["check-config", path])
         #expect(result.status == 0, "\(result.stderr)")
         let out = result.stdout
         #expect(out.contains(
             "  [0] ABCDE12345.com.example.app: require environments [development, production] (always), "
-                + "launchCategories [app-store], minAppVersion 2.10, deviceBits {bit1: false} (cannot act yet); "
+                + "launchCategories [app-store], minAppVersion 2.10, deviceBits {bit1: false}; "
                 + "flag minAppVersion 3, maxUserKeys 3, maxRiskMetric 5"), "\(out)")
         #expect(out.contains(
             "  [0] ABCDE12345.com.example.mac: require environments [production] (always), launchCategories [app-store], "
-                + "keyPolicy macos-full-security, deviceBits {bit1: false} (cannot act yet); flag minAppVersion 3"), "\(out)")
+                + "keyPolicy macos-full-security, deviceBits {bit1: false}; flag minAppVersion 3"), "\(out)")
         #expect(out.contains(
             "  [1] ABCDE12345.com.example.app: require environments [development, production] (always), "
                 + "launchCategories [testflight, app-store, missing], minAppVersion 2.10; flag maxUserKeys 3, maxRiskMetric 5"),
@@ -67,7 +70,6 @@ import Testing
             "\(out)")
         #expect(result.stderr.split(separator: "\n").map(String.init) == [
             "warning: apps[0].rules.flag.maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts",
-            "warning: routes[0].rules.require.deviceBits cannot act yet: this version has no DeviceCheck (docs/devicecheck.md); the rule is ignored",
         ])
     }
 

@@ -89,4 +89,63 @@ import Testing
             #expect(bad.contains { $0.contains(expected) }, "\(expected) not in \(bad)")
         }
     }
+
+    // MARK: routes (risk.md §3, §6.10)
+
+    private static let section = "deviceCheck: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {env: DC_KEY}}\n"
+
+    private func routes(_ route: String, section: Bool = true) -> Result<GatewayConfig, ConfigError> {
+        let yaml = """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps: [{appId: ABCDE12345.com.example.app}]
+            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            routes: [\(route)]
+
+            """ + (section ? Self.section : "")
+        do {
+            return .success(try ConfigLoader(environment: ["DC_KEY": "pem"]).load(yaml: yaml, filename: "c.yaml"))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func routeErrors(_ route: String, section: Bool = true) -> [String] {
+        guard case .failure(let e) = routes(route, section: section) else { return [] }
+        return e.diagnostics.map(\.description)
+    }
+
+    @Test func routeKeysParseWithTheirDefaults() throws {
+        let c = try routes(
+            "{match: {prefix: /a}, upstream: api, mode: enforce, deviceCheck: query, fallback: device}, "
+                + "{match: {prefix: /b}, upstream: api, mode: monitor, deviceCheck: validate, onDeviceCheckError: reject}, "
+                + "{match: {prefix: /}, upstream: api, mode: passthrough, deviceCheck: none}"
+        ).get()
+        #expect(c.routes[0].deviceCheck == .query)
+        #expect(c.routes[0].fallback == .device)
+        #expect(c.routes[0].onDeviceCheckError == .reject)  // enforce's default
+        #expect(c.routes[1].deviceCheck == .validate)
+        #expect(c.routes[1].onDeviceCheckError == .reject)  // set, against monitor's default
+        #expect(c.routes[2].deviceCheck == DeviceCheckMode.none)
+        #expect(c.attestation.headers.deviceToken == "AssertGate-Device-Token")
+    }
+
+    @Test func routeKeysThatCannotActAreErrors() {
+        let cases: [(String, String)] = [
+            ("{match: {prefix: /}, upstream: api, mode: passthrough, deviceCheck: query}", "a passthrough route takes no deviceCheck"),
+            ("{match: {prefix: /}, upstream: api, mode: passthrough, fallback: device}", "a passthrough route takes no fallback"),
+            ("{match: {prefix: /}, upstream: api, mode: enforce, fallback: device}", "fallback: device needs deviceCheck"),
+            ("{match: {prefix: /}, upstream: api, mode: enforce, onDeviceCheckError: forward}", "the route has no deviceCheck"),
+            (
+                "{match: {prefix: /}, upstream: api, mode: enforce, deviceCheck: validate, rules: {flag: {deviceBits: {bit0: true}}}}",
+                "deviceBits: needs deviceCheck: query"
+            ),
+            ("{match: {prefix: /}, upstream: api, mode: enforce, deviceCheck: maybe}", "expected one of none, validate, query"),
+        ]
+        for (route, message) in cases {
+            let errors = routeErrors(route)
+            #expect(errors.contains { $0.contains(message) }, "\(route): \(errors)")
+        }
+        let missing = routeErrors("{match: {prefix: /}, upstream: api, mode: enforce, deviceCheck: query}", section: false)
+        #expect(missing.contains { $0.contains("routes[0].deviceCheck: needs the top-level deviceCheck: section") }, "\(missing)")
+    }
 }

@@ -31,10 +31,12 @@ import Verifier
     }
 
     @Test func everyKeyParses() throws {
-        let c = try Self.load(Self.yaml(
+        let yaml = Self.yaml(
             app: "{require: {environments: [production], launchCategories: [app-store, testflight, 11, missing], "
                 + "minAppVersion: 2.10, keyPolicy: macos-full-security}, flag: {maxUserKeys: 3, maxRiskMetric: 5}}",
-            route: "{require: {deviceBits: {bit0: false, bit1: true}, maxRiskMetric: 20}}"))
+            route: "{require: {deviceBits: {bit0: false, bit1: true}, maxRiskMetric: 20}}", routeExtra: ", deviceCheck: query")
+            + "\ndeviceCheck: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {env: DC_KEY}}\n"
+        let c = try ConfigLoader(environment: ["DC_KEY": "pem"]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
         let app = c.apps[0].rules
         #expect(app.require.environments == [.production])
         #expect(app.require.launchCategories == LaunchCategoryRule(allowed: [4, 2, 11], allowsMissing: true))

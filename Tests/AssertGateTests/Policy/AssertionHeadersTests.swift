@@ -99,7 +99,7 @@ extension Result where Failure == Rejection {
 
     @Test func signatureCoversAddedHeadersWithCustomPrefix() {
         let b = TrustHeaderBuilder(prefix: "X-Gw-", signingSecret: "k")
-        let h = b.headers(for: .unavailable, requestId: "r", method: "GET", path: "/p", now: 5)
+        let h = b.headers(for: .unavailable(.storeUnavailable), requestId: "r", method: "GET", path: "/p", now: 5)
         #expect(h.last?.name == "X-Gw-Signature")
         let expected = TrustSigner(secret: "k", headerPrefix: "X-Gw-").signature(
             timestamp: 5, requestId: "r", method: "GET", path: "/p",

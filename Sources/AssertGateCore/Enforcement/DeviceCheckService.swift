@@ -1,0 +1,151 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import Verifier
+
+/// A route's DeviceCheck work for one request (risk.md §3): the first-use
+/// claim of the token's hash in the store and Apple's `validate` or `query`,
+/// started together as soon as the head is in, folded into one
+/// `DeviceSignal`. One per worker, loop-confined; the Apple client is shared.
+final class DeviceCheckService {
+    /// How long a spent token's hash is kept: longer than Apple accepts a
+    /// token for (risk.md §3: 10 minutes).
+    static let spentFor: TimeAmount = .minutes(10)
+
+    private let eventLoop: EventLoop
+    private let client: DeviceCheckClient
+    private let claim: (_ hash: [UInt8]) -> EventLoopFuture<Bool>
+    private let defaultEnvironment: AppEnvironment
+    private let metrics: DeviceCheckMetrics?
+    private let logger: Logger
+    private let complaints: DeviceCheckComplaints
+
+    /// `claim`: true when the hash was not yet spent (`Store.claimDeviceToken`).
+    init(
+        eventLoop: EventLoop, client: DeviceCheckClient, defaultEnvironment: AppEnvironment,
+        claim: @escaping (_ hash: [UInt8]) -> EventLoopFuture<Bool>, metrics: DeviceCheckMetrics?, logger: Logger,
+        complaints: DeviceCheckComplaints
+    ) {
+        self.eventLoop = eventLoop
+        self.client = client
+        self.defaultEnvironment = defaultEnvironment
+        self.claim = claim
+        self.metrics = metrics
+        self.logger = logger
+        self.complaints = complaints
+    }
+
+    /// The token of `request` (the `deviceToken` header), or nil.
+    static func token(of request: ProxyRequest) -> String? {
+        let name = request.snapshot.config.attestation.headers.deviceToken
+        guard let value = request.headers.first(name: name), !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// `environment`: the stored environment of the key the request names
+    /// (nil: unknown, `deviceCheck.environment` applies); the call starts
+    /// when it is known (risk.md §6.3).
+    func check(
+        _ request: ProxyRequest, mode: DeviceCheckMode, environment: EventLoopFuture<AppEnvironment?>
+    ) -> EventLoopFuture<DeviceCheckOutcome> {
+        guard mode != .none else { return eventLoop.makeSucceededFuture(DeviceCheckOutcome(signal: .missing)) }
+        guard let token = Self.token(of: request) else {
+            metrics?.calls(mode, "no-token").inc()
+            return eventLoop.makeSucceededFuture(DeviceCheckOutcome(signal: .missing))
+        }
+        // Spent on first presentation, whatever Apple answers (risk.md §6.9).
+        let firstUse = claim(SHA256.hash(Array(token.utf8))).hop(to: eventLoop)
+        let started = NIODeadline.now()
+        let loop = eventLoop
+        let client = self.client
+        let fallback = defaultEnvironment
+        let answer = environment.hop(to: loop).flatMap { env -> EventLoopFuture<(DeviceCheckResult, AppEnvironment)> in
+            let env = env ?? fallback
+            let call: EventLoopFuture<DeviceCheckResult> =
+                mode == .query
+                ? client.query(deviceToken: token, environment: env, on: loop)
+                : client.validate(deviceToken: token, environment: env, on: loop)
+            return call.map { ($0, env) }
+        }
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        return firstUse.and(answer).map { first, answered in
+            let me = bound.value
+            let (result, env) = answered
+            me.metrics?.duration(mode).observe(elapsedNanoseconds: (NIODeadline.now() - started).nanoseconds)
+            guard first else {
+                me.metrics?.calls(mode, "reused").inc()
+                return DeviceCheckOutcome(signal: .reused)
+            }
+            me.metrics?.calls(mode, result.metricLabel).inc()
+            let signal = me.signal(of: result)
+            // A token Apple accepted may carry a bit update back (risk.md §3).
+            let usable: (token: String, environment: AppEnvironment)? = signal.isValid ? (token, env) : nil
+            return DeviceCheckOutcome(signal: signal, acceptedToken: usable)
+        }.recover { _ in
+            // The claim could not be made (the store): first use is unknown.
+            bound.value.metrics?.calls(mode, "failed").inc()
+            return DeviceCheckOutcome(signal: .unavailable)
+        }
+    }
+
+    private func signal(of result: DeviceCheckResult) -> DeviceSignal {
+        switch result {
+        case .valid: return .valid(bits: nil)
+        case .bits(let b): return .valid(bits: .set(bit0: b.bit0, bit1: b.bit1, updated: b.lastUpdate))
+        case .unset: return .valid(bits: .unset)
+        case .updated: return .valid(bits: nil)
+        case .invalidToken: return .invalid
+        case .badRequest(let why):
+            // Apple refused the request itself: the gateway's fault, not the device's.
+            complaints.once("badRequest") {
+                logger.error(
+                    "DeviceCheck refused the gateway's request (400); this is a gateway bug",
+                    metadata: ["detail": "\(why)"])
+            }
+            return .unavailable
+        case .unauthorized(let status, let reason):
+            complaints.once("unauthorized") {
+                logger.error(
+                    "DeviceCheck refused the gateway's key: check deviceCheck.teamId, deviceCheck.keyId and deviceCheck.privateKey (a .p8 key with DeviceCheck enabled), and the environment's base URL",
+                    metadata: ["status": "\(status)", "detail": "\(reason)"])
+            }
+            return .unavailable
+        case .throttled, .failed: return .unavailable
+        }
+    }
+}
+
+/// What a request's DeviceCheck work came to.
+struct DeviceCheckOutcome {
+    var signal: DeviceSignal
+    /// The token and the environment whose host accepted it: a bit update
+    /// taken off the response goes there (risk.md §6.3).
+    var acceptedToken: (token: String, environment: AppEnvironment)? = nil
+}
+
+extension DeviceSignal {
+    var isValid: Bool {
+        if case .valid = self { return true }
+        return false
+    }
+}
+
+/// Errors that name the configuration are logged once per process and kind,
+/// not once per request (like the receipt refresher's).
+final class DeviceCheckComplaints: Sendable {
+    private let said = NIOLockedValueBox<Set<String>>([])
+    init() {}
+    func once(_ kind: String, _ say: () -> Void) {
+        let first = said.withLockedValue { $0.insert(kind).inserted }
+        if first { say() }
+    }
+}
+
+/// `assertgate_devicecheck_calls_total{call, result}` and the call latency.
+struct DeviceCheckMetrics {
+    let family: MetricFamilyOf<Counter>
+    let latency: MetricFamilyOf<Histogram>
+
+    func calls(_ mode: DeviceCheckMode, _ result: String) -> Counter { family.labels(mode.rawValue, result) }
+    func duration(_ mode: DeviceCheckMode) -> Histogram { latency.labels(mode.rawValue) }
+}
