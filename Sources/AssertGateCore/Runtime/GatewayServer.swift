@@ -81,8 +81,19 @@ public final class GatewayServer: Sendable {
                 throw StartError(description: "\(error)")
             }
         }
+        // DeviceCheck's Apple client, like the receipt refresher, is made at
+        // start: a reload does not change the Apple key or hosts.
+        var deviceCheckClient: DeviceCheckClient?
+        if let dc = config.deviceCheck {
+            do {
+                deviceCheckClient = try DeviceCheckClient(config: dc)
+            } catch {
+                await releaseAll()
+                throw StartError(description: "\(error)")
+            }
+        }
         let challengeLimiter = SharedPeerRateLimiter(rate: config.attestation.challengeRate)
-        let hooks = GatewayHooks(
+        var hooks = GatewayHooks(
             makeGate: { loop in AssertionGate(eventLoop: loop, store: stores.store(for: loop), metrics: metrics) },
             makeLocalHandlers: { loop in
                 [
@@ -92,6 +103,17 @@ public final class GatewayServer: Sendable {
                 ]
             },
             makeObserver: { _ in RequestObservers([MetricsObserver(metrics: metrics), RequestLog(logger: logger)]) })
+        if let client = deviceCheckClient, let dc = config.deviceCheck {
+            let complaints = DeviceCheckComplaints()
+            let dcMetrics = DeviceCheckMetrics(family: metrics.deviceCheckCalls, latency: metrics.deviceCheckDuration)
+            hooks.makeDeviceCheck = { loop in
+                let store = stores.store(for: loop)
+                return DeviceCheckService(
+                    eventLoop: loop, client: client, defaultEnvironment: dc.environment,
+                    claim: { store.claimDeviceToken(hash: $0, ttl: DeviceCheckService.spentFor) }, metrics: dcMetrics,
+                    logger: logger, complaints: complaints)
+            }
+        }
         let gateway = Gateway(snapshot: snapshot, group: group, logger: logger, hooks: hooks)
         let ports: [Int]
         do {

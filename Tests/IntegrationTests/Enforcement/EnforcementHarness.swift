@@ -49,6 +49,9 @@ final class EnforcementHarness: @unchecked Sendable {
         var redisTLS = false
         /// `fraudMetric` pointing at a `AppleMockServer` (schedule polled every 50 ms).
         var receiptRefresh = false
+        /// `deviceCheck:` pointing at the same `AppleMockServer` (timeout 400 ms),
+        /// and the `/dc-…` routes of `deviceCheckRoutes`.
+        var deviceCheck = false
         /// A three-master Redis Cluster (`store.redis.cluster`) instead of one server.
         var redisCluster = false
         /// The fake Apple endpoint answers a connection's first request only
@@ -96,7 +99,8 @@ final class EnforcementHarness: @unchecked Sendable {
         let deadPort = try ReservedPort()
         var apple: AppleMockServer?
         var fraudMetric = ""
-        if options.receiptRefresh {
+        var deviceCheck = ""
+        if options.receiptRefresh || options.deviceCheck {
             let pki = try await TestPKI.shared.value
             let keyPath = directory + "/AuthKey_\(deviceCheckKeyId).p8"
             let made = try await Run.tool(
@@ -112,12 +116,21 @@ final class EnforcementHarness: @unchecked Sendable {
             mock.dropIdle = options.appleDropsKeptConnections
             let server = try await AppleMockServer(mock)
             apple = server
-            fraudMetric = """
+            if options.deviceCheck {
+                deviceCheck = """
+                    deviceCheck:
+                      {teamId: \(teamId), keyId: \(deviceCheckKeyId), privateKey: {file: \(keyPath)},
+                       baseURL: "\(server.baseURL)", developmentBaseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), timeout: 400ms}
+
+                    """
+            }
+            if options.receiptRefresh { fraudMetric = """
                 fraudMetric:
                   {teamId: \(teamId), keyId: \(deviceCheckKeyId), privateKey: {file: \(keyPath)},
                    baseURL: "\(server.baseURL)", developmentBaseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), pollEvery: 50ms, refreshEvery: 1h}
 
                 """
+            }
         }
         let yaml = """
             listeners: [{address: 127.0.0.1:0}]
@@ -139,7 +152,7 @@ final class EnforcementHarness: @unchecked Sendable {
               slow: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 300ms}
               dead: {endpoints: [http://127.0.0.1:\(deadPort.port)], connectTimeout: 500ms}
             routes:
-            \(options.extraRoutes.map { "  - \($0)\n" }.joined())  - {match: {prefix: /enforce/}, upstream: legacy, mode: enforce, maxBodyBytes: 1KiB}
+            \((options.extraRoutes + (options.deviceCheck ? Self.deviceCheckRoutes : [])).map { "  - \($0)\n" }.joined())  - {match: {prefix: /enforce/}, upstream: legacy, mode: enforce, maxBodyBytes: 1KiB}
               - {match: {prefix: /challenged/}, upstream: legacy, mode: enforce, challenge: required}
               - {match: {prefix: /unsigned/}, upstream: legacy, mode: enforce, bindBody: false}
               - {match: {prefix: /monitor/}, upstream: legacy, mode: monitor}
@@ -153,6 +166,7 @@ final class EnforcementHarness: @unchecked Sendable {
               - {match: {prefix: /monitor-strict/}, upstream: legacy, mode: monitor, onStoreError: reject}
             logging: {level: critical, format: text}
             \(fraudMetric)
+            \(deviceCheck)
             """
         let configPath = directory + "/assertgate.yaml"
         try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -188,6 +202,14 @@ final class EnforcementHarness: @unchecked Sendable {
         self.receiptCA = receiptCA
         self.configPath = configPath
     }
+
+    /// Routes that ask DeviceCheck (with `Options.deviceCheck`).
+    static let deviceCheckRoutes = [
+        "{match: {prefix: /dc-bits/}, upstream: legacy, mode: enforce, bindBody: false, deviceCheck: query, rules: {require: {deviceBits: {bit1: false}}, flag: {deviceBits: {bit0: false}}}}",
+        "{match: {prefix: /dc-device/}, upstream: legacy, mode: enforce, bindBody: false, deviceCheck: validate, fallback: device}",
+        "{match: {prefix: /dc-watch/}, upstream: legacy, mode: monitor, bindBody: false, deviceCheck: query, fallback: device}",
+        "{match: {prefix: /dc-lenient/}, upstream: legacy, mode: enforce, bindBody: false, deviceCheck: validate, fallback: device, onDeviceCheckError: forward}",
+    ]
 
     func stop() async throws {
         await server.shutdown(drain: .seconds(1))

@@ -1,0 +1,145 @@
+import AppleMock
+import AssertGateCore
+import Foundation
+import NIOCore
+import Testing
+
+/// DeviceCheck on routes (risk.md §3): the whole gateway from its YAML file,
+/// real Redis for the first-use records, the Apple mock over TLS, the
+/// recording upstream, curl as the client.
+extension Integration {
+    @Suite(.serialized) struct DeviceCheckRouteTests {
+        private func harness() async throws -> EnforcementHarness {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            return try await EnforcementHarness.start(options)
+        }
+
+        private func token(_ device: String) throws -> (String, String) {
+            ("AssertGate-Device-Token", try MockDeviceToken.make(device: device))
+        }
+
+        /// The headers the upstream saw on its last request.
+        private func forwarded(_ h: EnforcementHarness) throws -> [String: [String]] {
+            try #require(h.upstream.requests.last).headers
+        }
+
+        @Test func queryOnAVerifiedRequestCarriesTheBitsAndSpendsTheToken() async throws {
+            let h = try await harness()
+            let apple = try #require(h.apple)
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            apple.setBits(MockDeviceBits(bit0: true, bit1: false, lastUpdate: "2026-10"), device: "phone-1")
+            let dc = try token("phone-1")
+            let headers = try h.assertionHeaders(device, method: "GET", path: "/dc-bits/x", counter: 1, unsigned: true) + [dc]
+            let r = try await h.send("GET", "/dc-bits/x", headers: headers)
+            #expect(r.status == 200, "\(r.body)")
+            var up = try forwarded(h)
+            #expect(up["X-AssertGate-Trust"] == ["verified"])
+            #expect(up["X-AssertGate-Device"] == ["valid"])
+            #expect(up["X-AssertGate-Device-Bits"] == ["bit0=1, bit1=0, updated=2026-10"])
+            // The flag rule (bit0 must be false) lists its reason; the require rule passed.
+            #expect(up["X-AssertGate-Flags"] == ["device-bits-not-allowed"])
+            // The token never reaches the upstream.
+            #expect(up["AssertGate-Device-Token"] == [])
+            #expect(apple.requests.filter { $0.endpoint == .query }.count == 1)
+
+            // The same token again, with a fresh assertion: a replay.
+            let again = try h.assertionHeaders(device, method: "GET", path: "/dc-bits/x", counter: 2, unsigned: true) + [dc]
+            let replay = try await h.send("GET", "/dc-bits/x", headers: again)
+            #expect(replay.status == 403)
+            #expect(replay.json["reason"] as? String == "device-token-reused")
+
+            // Bits the require rule refuses.
+            apple.setBits(MockDeviceBits(bit0: false, bit1: true, lastUpdate: "2026-11"), device: "phone-1")
+            let third = try h.assertionHeaders(device, method: "GET", path: "/dc-bits/x", counter: 3, unsigned: true)
+                + [try token("phone-1")]
+            let refused = try await h.send("GET", "/dc-bits/x", headers: third)
+            #expect(refused.status == 403)
+            #expect(refused.json["reason"] as? String == "device-bits-not-allowed")
+
+            // Never set: both bits count as false, the header says unset.
+            let fourth = try h.assertionHeaders(device, method: "GET", path: "/dc-bits/x", counter: 4, unsigned: true)
+                + [try token("phone-2")]
+            #expect(try await h.send("GET", "/dc-bits/x", headers: fourth).status == 200)
+            up = try forwarded(h)
+            #expect(up["X-AssertGate-Device-Bits"] == ["unset"])
+            #expect(up["X-AssertGate-Flags"] == [])
+
+            // No token at all on a deviceBits route.
+            let fifth = try h.assertionHeaders(device, method: "GET", path: "/dc-bits/x", counter: 5, unsigned: true)
+            let none = try await h.send("GET", "/dc-bits/x", headers: fifth)
+            #expect(none.status == 401)
+            #expect(none.json["reason"] as? String == "missing-device-token")
+            try await h.stop()
+        }
+
+        @Test func deviceTrustIsTheFallbackWithoutAssertion() async throws {
+            let h = try await harness()
+            let ok = try await h.send("GET", "/dc-device/a", headers: [try token("tablet")])
+            #expect(ok.status == 200, "\(ok.body)")
+            let up = try forwarded(h)
+            #expect(up["X-AssertGate-Trust"] == ["device"])
+            #expect(up["X-AssertGate-Device"] == ["valid"])
+            #expect(up["X-AssertGate-Key-Id"] == [])
+            // The upstream can check it: device headers are signed with the rest.
+            #expect(up["X-AssertGate-Signature"]?.count == 1)
+
+            // Forged, missing and (in enforce) refused.
+            let forged = try await h.send("GET", "/dc-device/a", headers: [("AssertGate-Device-Token", "AAAA")])
+            #expect(forged.status == 403)
+            #expect(forged.json["reason"] as? String == "invalid-device-token")
+            let missing = try await h.send("GET", "/dc-device/a")
+            #expect(missing.status == 401)
+            #expect(missing.json["reason"] as? String == "missing-assertion")
+
+            // In monitor they are forwarded, marked.
+            let watched = try await h.send("GET", "/dc-watch/a", headers: [("AssertGate-Device-Token", "AAAA")])
+            #expect(watched.status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Trust"] == ["invalid"])
+            #expect(try forwarded(h)["X-AssertGate-Reason"] == ["invalid-device-token"])
+            #expect(try forwarded(h)["X-AssertGate-Device"] == ["invalid"])
+            try await h.stop()
+        }
+
+        @Test func anAssertionTakesPrecedenceOverADeviceToken() async throws {
+            let h = try await harness()
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            // A forged assertion with a valid device token: judged by the assertion.
+            let headers = try h.assertionHeaders(
+                device, method: "GET", path: "/dc-device/x", counter: 1, unsigned: true, mutation: .badSignature)
+                + [try token("phone-9")]
+            let r = try await h.send("GET", "/dc-device/x", headers: headers)
+            #expect(r.status == 403)
+            #expect(r.json["reason"] as? String == "bad-signature")
+            try await h.stop()
+        }
+
+        @Test func appleDownFollowsOnDeviceCheckError() async throws {
+            let h = try await harness()
+            let apple = try #require(h.apple)
+            for answer in [AppleMockAnswer.status(503, "down"), .status(429, "slow down"), .stall] {
+                apple.answerAlways(answer, for: .validate)
+                let refused = try await h.send("GET", "/dc-device/a", headers: [try token("d-\(answer)")])
+                #expect(refused.status == 503, "\(answer)")
+                #expect(refused.json["reason"] as? String == "devicecheck-unavailable")
+                let lenient = try await h.send("GET", "/dc-lenient/a", headers: [try token("e-\(answer)")])
+                #expect(lenient.status == 200, "\(answer)")
+                let up = try forwarded(h)
+                #expect(up["X-AssertGate-Trust"] == ["unavailable"])
+                #expect(up["X-AssertGate-Reason"] == ["devicecheck-unavailable"])
+                #expect(up["X-AssertGate-Device"] == ["unavailable"])
+            }
+            // Apple refusing the gateway's key: unavailable, and said in the log (once).
+            apple.answerAlways(.status(401, "Unable to verify authorization token"), for: .validate)
+            let unauthorized = try await h.send("GET", "/dc-device/a", headers: [try token("f")])
+            #expect(unauthorized.json["reason"] as? String == "devicecheck-unavailable")
+            let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
+            #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="unauthorized"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="failed"}"#))
+            #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="throttled"} 1"#))
+            try await h.stop()
+        }
+    }
+}
