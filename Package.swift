@@ -42,10 +42,19 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(name: "verifier-bench", dependencies: ["Verifier"], swiftSettings: strict),
         .target(name: "DeviceSim", dependencies: ["COpenSSL"], swiftSettings: strict),
+        // TLS over OpenSSL memory BIOs: contexts, the channel handler, ALPN.
+        .target(
+            name: "GatewayTLS",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         .target(
             name: "AssertGateCore",
             dependencies: [
-                "Verifier", "CNGHTTP2", "CHiredis", "COpenSSL",
+                "Verifier", "GatewayTLS", "CNGHTTP2", "CHiredis", "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -90,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "store-bench",
             dependencies: [
-                "AssertGateCore",
+                "AssertGateCore", "GatewayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -105,6 +114,15 @@ let package = Package(
             exclude: ["Support/h2_test_server.py", "Support/h1_test_server.py"],
             swiftSettings: strict),
         .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),
+        .testTarget(
+            name: "GatewayTLSTests",
+            dependencies: [
+                "GatewayTLS", "AssertGateTestSupport", "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         // Fixtures shared by the test targets (a private redis-server per test).
         .target(
             name: "AssertGateTestSupport",
@@ -114,7 +132,7 @@ let package = Package(
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
-                "AssertGateCore", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
+                "AssertGateCore", "GatewayTLS", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -125,7 +143,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "AssertGateCore", "AssertGateTestSupport", "DeviceSim", "Verifier",
+                "AssertGateCore", "GatewayTLS", "AssertGateTestSupport", "DeviceSim", "Verifier",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import AssertGateCore
 import Foundation
+import GatewayTLS
 import NIOCore
 import NIOPosix
 

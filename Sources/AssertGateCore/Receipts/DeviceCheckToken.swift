@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import GatewayTLS
 import Verifier
 
 /// The `Authorization` token of Apple's App Attest data endpoint

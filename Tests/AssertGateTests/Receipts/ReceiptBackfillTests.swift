@@ -1,4 +1,5 @@
 import Foundation
+import GatewayTLS
 import Logging
 import NIOCore
 import NIOPosix

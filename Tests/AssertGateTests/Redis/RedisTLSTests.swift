@@ -1,4 +1,5 @@
 import AssertGateTestSupport
+import GatewayTLS
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

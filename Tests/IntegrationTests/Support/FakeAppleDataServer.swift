@@ -2,6 +2,7 @@ import AssertGateCore
 import AssertGateTestSupport
 import DeviceSim
 import Foundation
+import GatewayTLS
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1

@@ -3,13 +3,13 @@ import COpenSSL
 /// Reads OpenSSL's thread-local error queue. The queue is per thread and
 /// sticky, so callers clear it before an operation and drain it after a
 /// failure; otherwise a stale entry would be blamed on the next connection.
-enum OpenSSLErrorQueue {
-    static func clear() {
+public enum OpenSSLErrorQueue {
+    public static func clear() {
         ERR_clear_error()
     }
 
     /// Empties the queue and returns its entries joined, oldest first.
-    static func drain() -> String {
+    public static func drain() -> String {
         var messages: [String] = []
         while true {
             let code = ERR_get_error()

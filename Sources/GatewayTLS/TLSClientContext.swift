@@ -63,10 +63,10 @@ public final class TLSClientContext: @unchecked Sendable {
             guard SSL_CTX_use_certificate_chain_file(context, certificate) == 1 else {
                 throw .certificate(path: certificate, reason: OpenSSLErrorQueue.drain())
             }
-            let key = try TLSServerContext.readPrivateKey(path: keyPath)
-            defer { EVP_PKEY_free(key) }
-            guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
-                throw .keyMismatch(certificatePath: certificate, privateKeyPath: keyPath, reason: OpenSSLErrorQueue.drain())
+            try TLSServerContext.withPrivateKey(path: keyPath) { key throws(TLSConfigurationError) in
+                guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
+                    throw .keyMismatch(certificatePath: certificate, privateKeyPath: keyPath, reason: OpenSSLErrorQueue.drain())
+                }
             }
         case (let certificate?, nil):
             throw .setting(name: "client certificate '\(certificate)'", reason: "needs its privateKey")

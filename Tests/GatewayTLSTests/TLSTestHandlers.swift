@@ -1,4 +1,4 @@
-import AssertGateCore
+import GatewayTLS
 import Foundation
 import NIOCore
 

@@ -82,12 +82,12 @@ public final class TLSServerContext: @unchecked Sendable {
         }
         // Parse the key separately so "unreadable key" and "key of another
         // certificate" are different errors.
-        let key = try Self.readPrivateKey(path: privateKeyPath)
-        defer { EVP_PKEY_free(key) }
-        guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
-            throw .keyMismatch(
-                certificatePath: certificatePath, privateKeyPath: privateKeyPath,
-                reason: OpenSSLErrorQueue.drain())
+        try Self.withPrivateKey(path: privateKeyPath) { key throws(TLSConfigurationError) in
+            guard SSL_CTX_use_PrivateKey(context, key) == 1, SSL_CTX_check_private_key(context) == 1 else {
+                throw .keyMismatch(
+                    certificatePath: certificatePath, privateKeyPath: privateKeyPath,
+                    reason: OpenSSLErrorQueue.drain())
+            }
         }
         success = true
         return context
@@ -107,9 +107,13 @@ public final class TLSServerContext: @unchecked Sendable {
         return context
     }
 
-    /// Reads a PEM private key (any type OpenSSL supports: EC P-256, RSA…).
-    /// The caller frees the returned `EVP_PKEY`.
-    static func readPrivateKey(path: String) throws(TLSConfigurationError) -> OpaquePointer {
+    /// Reads a PEM private key (any type OpenSSL supports: EC P-256, RSA…)
+    /// and lends its `EVP_PKEY` to `body`; the key is freed when `body`
+    /// returns and must not be kept (`SSL_CTX_use_PrivateKey` takes its own
+    /// reference).
+    static func withPrivateKey(
+        path: String, _ body: (OpaquePointer) throws(TLSConfigurationError) -> Void
+    ) throws(TLSConfigurationError) {
         guard let file = BIO_new_file(path, "r") else {
             throw .privateKey(path: path, reason: OpenSSLErrorQueue.drain())
         }
@@ -119,7 +123,8 @@ public final class TLSServerContext: @unchecked Sendable {
         guard let key = PEM_read_bio_PrivateKey(file, nil, { _, _, _, _ in 0 }, nil) else {
             throw .privateKey(path: path, reason: OpenSSLErrorQueue.drain())
         }
-        return key
+        defer { EVP_PKEY_free(key) }
+        try body(key)
     }
 }
 

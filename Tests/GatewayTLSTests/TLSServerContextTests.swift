@@ -1,4 +1,4 @@
-import AssertGateCore
+import GatewayTLS
 import Testing
 
 @Suite struct TLSServerContextTests {

@@ -1,3 +1,5 @@
+import GatewayTLS
+
 extension TLSServerContext {
     /// Builds the context for a `listeners[].tls` entry of the config file.
     public convenience init(config: TLSConfig, alpn: [String] = ALPN.defaultProtocols) throws(TLSConfigurationError) {

@@ -1,5 +1,5 @@
 import AssertGateTestSupport
-import AssertGateCore
+import GatewayTLS
 import Foundation
 import NIOCore
 import NIOPosix
