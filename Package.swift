@@ -51,10 +51,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The Redis client: RESP over hiredis' parser, pipelined connections,
+        // Redis Cluster routing; TLS (rediss://) from GatewayTLS.
+        .target(
+            name: "AssertGateRedis",
+            dependencies: [
+                "GatewayTLS", "CHiredis", "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         .target(
             name: "AssertGateCore",
             dependencies: [
-                "Verifier", "GatewayTLS", "CNGHTTP2", "CHiredis", "COpenSSL",
+                "Verifier", "GatewayTLS", "AssertGateRedis", "CNGHTTP2", "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -99,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "store-bench",
             dependencies: [
-                "AssertGateCore", "GatewayTLS",
+                "AssertGateCore", "AssertGateRedis", "GatewayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -126,13 +137,23 @@ let package = Package(
         // Fixtures shared by the test targets (a private redis-server per test).
         .target(
             name: "AssertGateTestSupport",
-            dependencies: ["AssertGateCore"],
+            dependencies: ["AssertGateRedis"],
             path: "Tests/TestSupport",
+            swiftSettings: strict),
+        .testTarget(
+            name: "AssertGateRedisTests",
+            dependencies: [
+                "AssertGateRedis", "AssertGateTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
-                "AssertGateCore", "GatewayTLS", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
+                "AssertGateCore", "AssertGateRedis", "GatewayTLS", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -143,7 +164,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "AssertGateCore", "GatewayTLS", "AssertGateTestSupport", "DeviceSim", "Verifier",
+                "AssertGateCore", "AssertGateRedis", "GatewayTLS", "AssertGateTestSupport", "DeviceSim", "Verifier",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

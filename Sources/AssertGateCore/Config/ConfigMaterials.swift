@@ -1,3 +1,4 @@
+import AssertGateRedis
 import GatewayTLS
 
 /// What only loading the referenced files can tell: that TLS certificates and

@@ -1,3 +1,4 @@
+import AssertGateRedis
 import GatewayTLS
 
 /// The human-readable form `assertgate check-config` prints: listeners,

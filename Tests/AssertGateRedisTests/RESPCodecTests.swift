@@ -2,7 +2,7 @@ import NIOCore
 import NIOEmbedded
 import Testing
 
-@testable import AssertGateCore
+@testable import AssertGateRedis
 
 @Suite(.timeLimit(.minutes(1))) struct RESPCodecTests {
     private func decoderChannel(_ limits: RESPLimits = .default) throws -> EmbeddedChannel {
@@ -139,9 +139,9 @@ private final class ResultBox: @unchecked Sendable {
     var value: Result<RESPValue, any Error>?
 }
 
-private func failure(_ f: EventLoopFuture<RESPValue>) -> StoreError? {
+private func failure(_ f: EventLoopFuture<RESPValue>) -> RedisError? {
     guard case .failure(let e) = outcome(f) else { return nil }
-    return e as? StoreError
+    return e as? RedisError
 }
 
 @Suite(.timeLimit(.minutes(1))) struct RedisCommandHandlerTests {

@@ -31,7 +31,7 @@ public enum RedisHashSlot {
     public static func slot(ofBase64URLOf bytes: [UInt8]) -> UInt16 {
         var crc: UInt16 = 0
         @inline(__always) func add(_ sextet: UInt32) {
-            crc = (crc << 8) ^ table[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ alphabet[Int(sextet & 0x3F)])]
+            crc = (crc << 8) ^ table[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ RedisBase64URL.alphabet[Int(sextet & 0x3F)])]
         }
         var i = 0
         while i + 3 <= bytes.count {
@@ -57,8 +57,6 @@ public enum RedisHashSlot {
         }
         return crc & 0x3FFF
     }
-
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0.
     static func crc16(_ bytes: some Sequence<UInt8>) -> UInt16 {

@@ -2,7 +2,7 @@ import NIOCore
 import NIOEmbedded
 import Testing
 
-@testable import AssertGateCore
+@testable import AssertGateRedis
 
 /// Inputs found by `Fuzz/run.sh gateway`, kept so the fixes stay fixed.
 @Suite(.timeLimit(.minutes(1))) struct RESPFuzzRegressionTests {

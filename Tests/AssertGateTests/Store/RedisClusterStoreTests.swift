@@ -1,3 +1,4 @@
+import AssertGateRedis
 import AssertGateTestSupport
 import NIOCore
 import NIOPosix
@@ -11,55 +12,8 @@ import Verifier
 /// master down failing only its own keys, seeds that are down or are not a
 /// cluster. (The whole store contract over a cluster is the conformance
 /// suite's `redisCluster` backend.)
-@Suite("Redis Cluster", .timeLimit(.minutes(2)))
+@Suite("Redis Cluster under the store", .timeLimit(.minutes(2)))
 struct RedisClusterTests {
-    @Test func hashSlotsAreRedisOwn() throws {
-        #expect(RedisHashSlot.crc16(Array("123456789".utf8)) == 0x31C3)
-        for n in 0..<40 {
-            let bytes = Fixtures.randomBytes(n)
-            #expect(RedisHashSlot.slot(ofBase64URLOf: bytes) == RedisHashSlot.slot(ofTag: Base64.encodeURL(bytes)))
-        }
-        let cluster = try RedisClusterFixture(masters: 1)
-        defer { cluster.stop() }
-        var keys = ["foo", "{user1000}.following", "{}", "{}{x}", "{{a}}", "a{b}c{d}", "{", "}{a}", "x{}y{z}", "é{ü}"]
-        for _ in 0..<200 {
-            let keyId = (0..<32).map { _ in UInt8.random(in: 0...255) }
-            keys.append("ag:{\(Base64.encodeURL(keyId))}:key")
-            keys.append(String(decoding: (0..<Int.random(in: 0...12)).map { _ in UInt8.random(in: 0x20...0x7E) }, as: UTF8.self))
-        }
-        for key in keys {
-            let theirs = try cluster.nodes[0].run(["CLUSTER", "KEYSLOT", key]).int64
-            #expect(theirs == Int64(RedisHashSlot.slot(forKey: key)), "\(key)")
-        }
-    }
-
-    @Test func redirectsAndSlotMapsParse() throws {
-        #expect(RedisRedirect(errorMessage: "MOVED 3999 127.0.0.1:6381", defaultHost: "h")
-            == .moved(slot: 3999, to: RedisNodeAddress(host: "127.0.0.1", port: 6381)))
-        #expect(RedisRedirect(errorMessage: "ASK 1 :7000", defaultHost: "10.0.0.1")
-            == .ask(slot: 1, to: RedisNodeAddress(host: "10.0.0.1", port: 7000)))
-        #expect(RedisRedirect(errorMessage: "MOVED 7 ::1:7001", defaultHost: "h")
-            == .moved(slot: 7, to: RedisNodeAddress(host: "::1", port: 7001)))
-        for bad in ["MOVED", "MOVED 16384 a:1", "MOVED 1 ?:7000", "MOVED 1 a:0", "MOVED 1 a", "ASK x a:1", "ERR 1 a:1", "MOVED 1 a:1 extra"] {
-            #expect(RedisRedirect(errorMessage: bad, defaultHost: "h") == nil, "\(bad)")
-        }
-        let reply = RESPValue.array([
-            .array([.integer(0), .integer(99), .array([.bulk(Array("10.0.0.1".utf8)), .integer(7000), .bulk([])])]),
-            .array([.integer(100), .integer(16000), .array([.bulk([]), .integer(7001)])]),
-            .array([.integer(16001), .integer(16383), .array([.bulk(Array("?".utf8)), .integer(7002)])]),
-        ])
-        let t = try RedisClusterTopology(clusterSlots: reply, askedHost: "seed")
-        #expect(t.masters[99] == RedisNodeAddress(host: "10.0.0.1", port: 7000))
-        #expect(t.masters[100] == RedisNodeAddress(host: "seed", port: 7001))
-        #expect(t.distinctMasters.count == 2)
-        #expect(t.masters[16001] == nil, "an unknown endpoint serves nothing")
-        for bad: RESPValue in [.integer(1), .array([.array([.integer(5), .integer(1), .array([.bulk([]), .integer(1)])])]),
-            .array([.array([.integer(0), .integer(16384), .array([.bulk([]), .integer(1)])])])]
-        {
-            #expect(throws: StoreError.self) { try RedisClusterTopology(clusterSlots: bad, askedHost: "seed") }
-        }
-    }
-
     @Test func aSlotThatMovesIsFollowed() async throws {
         let metrics = GatewayMetrics()
         try await withClusterStore(metrics: metrics) { cluster, store, client in
@@ -114,7 +68,7 @@ struct RedisClusterTests {
             }
             let attest = StoreChallenge.generate()
             try await store.issueChallenge(keyId: other.keyId, purpose: .attest, challenge: attest, ttl: .seconds(60)).get()
-            let error = await #expect(throws: StoreError.self) {
+            let error = await #expect(throws: RedisError.self) {
                 _ = try await store.registerKey(other, attestChallenge: attest).get()
             }
             #expect("\(error.map { "\($0)" } ?? "")".contains("TRYAGAIN"))
@@ -169,7 +123,7 @@ struct RedisClusterTests {
             }
             let down = try #require(keys[0]), up = try #require(keys[1])
             cluster.nodes[0].stop()
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: RedisError.self) {
                 _ = try await store.commitAssertion(keyId: down.keyId, counter: 1, challenge: nil).get()
             }
             #expect(try await store.commitAssertion(keyId: up.keyId, counter: 1, challenge: nil).get().rejection == nil)
@@ -177,7 +131,7 @@ struct RedisClusterTests {
             // on their own); with two down this gateway is not.
             try await store.ping().get()
             cluster.nodes[1].stop()
-            await #expect(throws: StoreError.self) { try await store.ping().get() }
+            await #expect(throws: RedisError.self) { try await store.ping().get() }
         }
     }
 
@@ -196,7 +150,7 @@ struct RedisClusterTests {
             cluster.nodes[0].stop()
             try cluster.takeOver(replica: replica, from: 0)
             let slot = RedisHashSlot.slot(ofBase64URLOf: key.keyId)
-            var outcome: Result<CommitResult, any Error> = .failure(StoreError.unavailable(.notConnected))
+            var outcome: Result<CommitResult, any Error> = .failure(RedisError.unavailable(.notConnected))
             let deadline = NIODeadline.now() + .seconds(10)
             while case .failure = outcome, NIODeadline.now() < deadline {
                 do {
@@ -212,43 +166,13 @@ struct RedisClusterTests {
         }
     }
 
-    @Test func shutdownDuringAMapRefreshLeavesNoClientBehind() async throws {
-        // The first seed holds CLUSTER SLOTS unanswered; the shutdown fails
-        // it, and the refresh must not go on to connect the second seed.
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let loop = group.next()
-        let asked = loop.makePromise(of: Void.self)
-        let never = loop.makePromise(of: String.self)
-        let first = try await ScriptedRedisServer(group: group) { _, command in
-            if command.first?.uppercased() == "CLUSTER" {
-                asked.succeed()
-                return never.futureResult
-            }
-            return loop.makeSucceededFuture("$1\r\nx\r\n")
-        }
-        let second = try await ScriptedRedisServer(group: group) { _, _ in loop.makeSucceededFuture("-ERR no\r\n") }
-        // A command timeout the test never reaches: on a loaded host the
-        // unanswered CLUSTER SLOTS must end by the shutdown, not by timing out
-        // (after which trying the second seed would be right).
-        let store = makeStore(seeds: [first.port, second.port], group: group, commandTimeout: .seconds(60))
-        let client = try #require(store.redis as? RedisClusterClient)
-        try await asked.futureResult.get()
-        try await store.shutdown().get()
-        #expect(try await client.nodeClientCount.get() == 0)
-        #expect(second.connectionCount == 0)
-        never.fail(StoreError.unavailable(.shutdown))
-        try await first.close()
-        try await second.close()
-        try await group.shutdownGracefully()
-    }
-
     @Test func seedsThatAreDownOrNotAClusterAreReported() async throws {
         let plain = try RedisServerFixture()
         defer { plain.stop() }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         // A standalone server as the only seed: its own refusal is the error.
         let lonely = makeStore(seeds: [plain.port], group: group)
-        let error = await #expect(throws: StoreError.self) { try await lonely.ping().get() }
+        let error = await #expect(throws: RedisError.self) { try await lonely.ping().get() }
         #expect("\(error.map { "\($0)" } ?? "")".contains("cluster support disabled"))
         try await lonely.shutdown().get()
         // A dead seed before a live one is skipped.
@@ -272,7 +196,7 @@ struct RedisClusterTests {
         var config = RedisClientConfiguration(
             url: RedisURL(host: "127.0.0.1", port: seeds[0]), connectTimeout: .seconds(2), commandTimeout: commandTimeout)
         config.clusterSeeds = seeds.map { RedisNodeAddress(host: "127.0.0.1", port: $0) }
-        config.clusterMetrics = metrics?.redisCluster
+        config.clusterObserver = metrics?.redisCluster
         return RedisStore(configuration: config, eventLoop: group.next())
     }
 

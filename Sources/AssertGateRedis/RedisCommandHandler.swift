@@ -72,7 +72,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var pending = CircularBuffer<Pending>(initialCapacity: 64)
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
-    private var closedError: StoreError?
+    private var closedError: RedisError?
     private var reading = false
     private var flushDeferred = false
     private var flushScheduled = false
@@ -113,7 +113,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// travel down the pipeline. Flushed like `flush(context:)`.
     func send(_ request: RedisRequest) {
         guard let context else {
-            request.fail(closedError ?? StoreError.unavailable(.connectionLost))
+            request.fail(closedError ?? RedisError.unavailable(.connectionLost))
             return
         }
         enqueue(context: context, request, writePromise: nil)
@@ -217,7 +217,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        fail(context: context, with: (error as? StoreError) ?? .unavailable(.connectionLost))
+        fail(context: context, with: (error as? RedisError) ?? .unavailable(.connectionLost))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -228,12 +228,12 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: failure
 
-    private func fail(context: ChannelHandlerContext, with error: StoreError) {
+    private func fail(context: ChannelHandlerContext, with error: RedisError) {
         failAll(error)
         context.close(promise: nil)
     }
 
-    private func failAll(_ error: StoreError) {
+    private func failAll(_ error: RedisError) {
         if closedError == nil { closedError = error }
         outbound.clear()
         timer?.cancel()

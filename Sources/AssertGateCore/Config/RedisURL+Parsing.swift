@@ -1,26 +1,8 @@
-/// The parts of `redis[s]://[user:password@]host[:port][/db]`, for the store.
-public struct RedisURL: Sendable, Equatable {
-    public var host: String
-    public var port: Int
-    public var username: String?
-    /// Percent-decoded. Never logged (see `description`).
-    public var password: String?
-    public var database: Int
-    /// `rediss://`: the connection is TLS.
-    public var tls: Bool
+import AssertGateRedis
 
-    public init(
-        host: String, port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0,
-        tls: Bool = false
-    ) {
-        self.host = host
-        self.port = port
-        self.username = username
-        self.password = password
-        self.database = database
-        self.tls = tls
-    }
-
+/// Reading `redis[s]://[user:password@]host[:port][/db]` from the config
+/// file (the syntax of `host:port` and the error type are the config's).
+extension RedisURL {
     public init(parsing text: String) throws(ValueParseError) {
         self = try Self.parse(text).get()
     }
@@ -113,13 +95,6 @@ public struct RedisURL: Sendable, Equatable {
         case 97...102: return b - 87
         default: return nil
         }
-    }
-}
-
-extension RedisURL: CustomStringConvertible {
-    public var description: String {
-        let auth = username.map { "\($0):***@" } ?? (password != nil ? ":***@" : "")
-        return "\(tls ? "rediss" : "redis")://\(auth)\(HostPort(host: host, port: port))/\(database)"
     }
 }
 

@@ -41,7 +41,8 @@ extension RedisExecutor {
         send(command, slot: isCluster ? RedisHashSlot.slot(forKey: key) : 0)
     }
 
-    func evalSHA(_ script: RedisScript, keys: [String], arguments: [RESPArgument]) -> EventLoopFuture<RESPValue> {
+    /// `EVALSHA` of `script` over `keys` (routed by the first key's slot).
+    public func evalSHA(_ script: RedisScript, keys: [String], arguments: [RESPArgument]) -> EventLoopFuture<RESPValue> {
         var args: [RESPArgument] = ["EVALSHA", .string(script.sha1), .integer(Int64(keys.count))]
         args.reserveCapacity(3 + keys.count + arguments.count)
         args.append(contentsOf: keys.map { .string($0) })
@@ -76,7 +77,7 @@ extension RedisClient: RedisExecutor {
 
     public func ping() -> EventLoopFuture<Void> {
         send("PING").flatMapThrowing { reply in
-            guard case .status("PONG") = reply else { throw RedisStore.unexpected(reply, "PING") }
+            guard case .status("PONG") = reply else { throw RedisError.unexpected(reply, "PING") }
         }
     }
 }

@@ -42,16 +42,16 @@ public struct RESPCommand: Sendable {
     }
 
     /// Hot paths build commands with `RESPCommandWriter` to skip the argument array.
-    init(writer: RESPCommandWriter) {
+    public init(writer: RESPCommandWriter) {
         self.bytes = writer.buffer
     }
 }
 
 /// Writes one RESP2 command (array of bulk strings) straight into a buffer.
-struct RESPCommandWriter {
+public struct RESPCommandWriter {
     private(set) var buffer: ByteBuffer
 
-    init(arrayCount: Int, capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
+    public init(arrayCount: Int, capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
         buffer = allocator.buffer(capacity: capacity)
         buffer.writeInteger(UInt8(ascii: "*"))
         Self.writeLine(Int64(arrayCount), into: &buffer)
@@ -59,37 +59,37 @@ struct RESPCommandWriter {
 
     /// Continues a command whose constant head (array header and leading
     /// arguments, from `RESPCommandWriter.encodedHead`) is already encoded.
-    init(head: [UInt8], capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
+    public init(head: [UInt8], capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
         buffer = allocator.buffer(capacity: capacity)
         buffer.writeBytes(head)
     }
 
     /// `*<arrayCount>` and `arguments` as bulk strings, for `init(head:)`.
-    static func encodedHead(arrayCount: Int, _ arguments: [String]) -> [UInt8] {
+    public static func encodedHead(arrayCount: Int, _ arguments: [String]) -> [UInt8] {
         var writer = RESPCommandWriter(arrayCount: arrayCount, capacity: 128)
         for argument in arguments { writer.bulk(argument) }
         return Array(writer.buffer.readableBytesView)
     }
 
-    mutating func bulk(_ s: String) {
+    public mutating func bulk(_ s: String) {
         header(s.utf8.count)
         buffer.writeString(s)
         crlf()
     }
 
-    mutating func bulk(_ s: StaticString) {
+    public mutating func bulk(_ s: StaticString) {
         header(s.utf8CodeUnitCount)
         buffer.writeStaticString(s)
         crlf()
     }
 
-    mutating func bulk(_ b: [UInt8]) {
+    public mutating func bulk(_ b: [UInt8]) {
         header(b.count)
         buffer.writeBytes(b)
         crlf()
     }
 
-    mutating func bulk(_ i: Int64) {
+    public mutating func bulk(_ i: Int64) {
         header(Self.digitCount(i))
         Self.writeDigits(i, into: &buffer)
         crlf()
@@ -97,11 +97,11 @@ struct RESPCommandWriter {
 
     /// `prefix ‖ b64url(tagBytes) ‖ suffix ‖ tail` as one bulk string: Redis
     /// key names built without an intermediate String.
-    mutating func bulkKey(prefix: StaticString, tagBytes: [UInt8], suffix: StaticString, tail: String = "") {
-        let encoded = (tagBytes.count * 4 + 2) / 3
+    public mutating func bulkKey(prefix: StaticString, tagBytes: [UInt8], suffix: StaticString, tail: String = "") {
+        let encoded = RedisBase64URL.encodedCount(tagBytes.count)
         header(prefix.utf8CodeUnitCount + encoded + suffix.utf8CodeUnitCount + tail.utf8.count)
         buffer.writeStaticString(prefix)
-        StoreBase64URL.encode(tagBytes, into: &buffer)
+        RedisBase64URL.encode(tagBytes, into: &buffer)
         buffer.writeStaticString(suffix)
         buffer.writeString(tail)
         crlf()

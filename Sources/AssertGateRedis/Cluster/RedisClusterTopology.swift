@@ -1,22 +1,3 @@
-/// A cluster node's address, as the cluster announces it.
-public typealias RedisNodeAddress = HostPort
-
-extension HostPort {
-    /// `host:port` as in MOVED/ASK replies (IPv6 hosts are not bracketed
-    /// there: the port is after the last colon). An empty host means "the
-    /// node you asked"; `?` (endpoint unknown) is refused.
-    static func parseAnnounced(_ text: Substring, defaultHost: String) -> HostPort? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (1...65535).contains(port)
-        else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        // "?": the node's endpoint is unknown (not "the node you asked").
-        guard host != "?" else { return nil }
-        return RedisNodeAddress(host: host.isEmpty ? defaultHost : host, port: port)
-    }
-}
-
 /// `-MOVED <slot> <host:port>` (the slot lives elsewhere now: update the map)
 /// and `-ASK <slot> <host:port>` (the slot is being migrated and this key is
 /// already there: ask that node once, after `ASKING`).
@@ -53,7 +34,7 @@ struct RedisClusterTopology: Equatable {
 
     /// `CLUSTER SLOTS`: `[[start, end, [host, port, id, ...], replicas...], ...]`.
     /// `askedHost` stands in for an empty host.
-    init(clusterSlots reply: RESPValue, askedHost: String) throws(StoreError) {
+    init(clusterSlots reply: RESPValue, askedHost: String) throws(RedisError) {
         guard case .array(let ranges) = reply else { throw .unexpectedReply("CLUSTER SLOTS") }
         var masters = [RedisNodeAddress?](repeating: nil, count: RedisHashSlot.count)
         for range in ranges {

@@ -116,7 +116,7 @@ public final class RedisClient: @unchecked Sendable {
     private func reloadAndRetry(_ script: RedisScript, _ command: RESPCommand, asking: Bool) -> EventLoopFuture<RESPValue> {
         sendOnLoop(RESPCommand("SCRIPT", "LOAD", .string(script.source))).flatMap { loaded in
             if case .error(let e) = loaded {
-                return self.eventLoop.makeFailedFuture(StoreError.serverError("SCRIPT LOAD: \(e)"))
+                return self.eventLoop.makeFailedFuture(RedisError.serverError("SCRIPT LOAD: \(e)"))
             }
             let promise = self.eventLoop.makePromise(of: RESPValue.self)
             self.submit(RedisRequest(command: command, promise: promise), asking: asking)
@@ -147,7 +147,7 @@ public final class RedisClient: @unchecked Sendable {
                 case .ready(let channel, _):
                     closes.append(channel.close().recover { _ in })
                 case .connecting(let queued):
-                    for r in queued { r.fail(StoreError.unavailable(.shutdown)) }
+                    for r in queued { r.fail(RedisError.unavailable(.shutdown)) }
                 case .backoff, .idle:
                     break
                 }
@@ -168,7 +168,7 @@ public final class RedisClient: @unchecked Sendable {
     private func enqueueOnLoop(_ request: RedisRequest, after preceding: RedisRequest? = nil) {
         eventLoop.assertInEventLoop()
         guard !isShutdown else {
-            request.fail(StoreError.unavailable(.shutdown))
+            request.fail(RedisError.unavailable(.shutdown))
             return
         }
         // Round robin over connections that are up; else hold the command on
@@ -176,7 +176,7 @@ public final class RedisClient: @unchecked Sendable {
         let n = slots.count
         var holdSlot: Slot?
         var holdFull = false
-        var backoffReason: StoreError?
+        var backoffReason: RedisError?
         for i in 0..<n {
             let slot = slots[(nextSlot + i) % n]
             switch slot.state {
@@ -186,7 +186,7 @@ public final class RedisClient: @unchecked Sendable {
                     if let preceding { handler.send(preceding) }
                     handler.send(request)
                 } else {
-                    request.fail(StoreError.unavailable(.connectionLost))
+                    request.fail(RedisError.unavailable(.connectionLost))
                 }
                 return
             case .connecting(let queued):
@@ -209,9 +209,9 @@ public final class RedisClient: @unchecked Sendable {
             queued.append(request)
             slot.state = .connecting(queued)
         } else if holdFull {
-            request.fail(StoreError.unavailable(.overloaded))
+            request.fail(RedisError.unavailable(.overloaded))
         } else {
-            request.fail(backoffReason ?? StoreError.unavailable(.notConnected))
+            request.fail(backoffReason ?? RedisError.unavailable(.notConnected))
         }
     }
 
@@ -230,7 +230,7 @@ public final class RedisClient: @unchecked Sendable {
             slot.attemptTimer = nil
             self.connectFinished(
                 slot, generation,
-                .failure(StoreError.unavailable(.connectFailed("no connection within \(connectTimeout)"))))
+                .failure(RedisError.unavailable(.connectFailed("no connection within \(connectTimeout)"))))
         }
         let limits = configuration.limits
         let commandTimeout = configuration.commandTimeout
@@ -280,7 +280,7 @@ public final class RedisClient: @unchecked Sendable {
             if isShutdown {
                 slot.state = .backoff(.unavailable(.shutdown))
                 channel.close(promise: nil)
-                for r in queued { r.fail(StoreError.unavailable(.shutdown)) }
+                for r in queued { r.fail(RedisError.unavailable(.shutdown)) }
                 return
             }
             slot.state = .ready(channel, handler)
@@ -293,8 +293,8 @@ public final class RedisClient: @unchecked Sendable {
             }
             for r in queued { handler.send(r) }
         case .failure(let error):
-            let reason: StoreError
-            if let e = error as? StoreError {
+            let reason: RedisError
+            if let e = error as? RedisError {
                 reason = e
             } else {
                 reason = .unavailable(.connectFailed("\(error)"))
@@ -320,7 +320,7 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     /// `reason` is what commands get until the next attempt starts.
-    private func scheduleReconnect(_ slot: Slot, reason: StoreError) {
+    private func scheduleReconnect(_ slot: Slot, reason: RedisError) {
         slot.state = .backoff(reason)
         guard !isShutdown else { return }
         let base = configuration.backoffBase.nanoseconds
@@ -343,11 +343,11 @@ public final class RedisClient: @unchecked Sendable {
     /// reported as such (with OpenSSL's reason), not as a lost connection.
     private func tlsReady(_ channel: Channel) -> EventLoopFuture<Void> {
         guard configuration.tls != nil else { return eventLoop.makeSucceededVoidFuture() }
-        let endpoint = "\(HostPort(host: configuration.url.host, port: configuration.url.port))"
+        let endpoint = "\(RedisNodeAddress(host: configuration.url.host, port: configuration.url.port))"
         // The attempt gives a server that never finishes TLS its connect timeout.
         return OpenSSLHandler.clientHandshake(on: channel, deadline: .now() + configuration.connectTimeout)
             .flatMapErrorThrowing { error in
-                throw StoreError.unavailable(.connectFailed("TLS to \(endpoint): \(error)"))
+                throw RedisError.unavailable(.connectFailed("TLS to \(endpoint): \(error)"))
             }
     }
 
@@ -376,7 +376,7 @@ public final class RedisClient: @unchecked Sendable {
             return promise.futureResult.flatMapThrowing { reply in
                 if case .error(let message) = reply {
                     // The server's message, never the command (it holds the password).
-                    throw StoreError.unavailable(.connectFailed("\(name): \(message)"))
+                    throw RedisError.unavailable(.connectFailed("\(name): \(message)"))
                 }
             }
         }
@@ -392,7 +392,7 @@ public final class RedisClient: @unchecked Sendable {
             case connecting(CircularBuffer<RedisRequest>)
             case ready(Channel, RedisCommandHandler)
             /// Waiting for the reconnect timer; commands fail at once with this.
-            case backoff(StoreError)
+            case backoff(RedisError)
         }
         var state: State = .idle
         /// Failed attempts since the last success (the backoff exponent).

@@ -43,8 +43,8 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
     private var lastRefresh: NIODeadline?
     private var scheduledRefresh: Scheduled<Void>?
     private var periodic: RepeatedTask?
-    private var lastRefreshError: StoreError?
-    private var waiting: [@Sendable (Result<RedisClusterTopology, StoreError>) -> Void] = []
+    private var lastRefreshError: RedisError?
+    private var waiting: [@Sendable (Result<RedisClusterTopology, RedisError>) -> Void] = []
     private var isShutdown = false
 
     public init(configuration: RedisClientConfiguration, seeds: [RedisNodeAddress], eventLoop: EventLoop, scripts: [RedisScript] = []) {
@@ -109,7 +109,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
                 case .success(let t):
                     let clients = t.distinctMasters.compactMap { self.client(for: $0) }
                     if clients.isEmpty {
-                        promise.fail(StoreError.unavailable(.shutdown))
+                        promise.fail(RedisError.unavailable(.shutdown))
                     } else {
                         promise.succeed(clients)
                     }
@@ -133,9 +133,9 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
                 let answered = answers.filter { $0 }.count
                 let unserved = self.topology?.masters.contains(nil) ?? true
                 if answered < answers.count || unserved { self.refreshSoon() }
-                if unserved { throw StoreError.serverError("cluster: some slots have no master") }
+                if unserved { throw RedisError.serverError("cluster: some slots have no master") }
                 guard answered * 2 > answers.count else {
-                    throw StoreError.unavailable(.connectFailed("cluster: \(answered) of \(answers.count) masters answered PING"))
+                    throw RedisError.unavailable(.connectFailed("cluster: \(answered) of \(answers.count) masters answered PING"))
                 }
             }
         }.flatMapErrorThrowing { error in
@@ -218,7 +218,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
                 case .success(let t):
                     guard let address = t.masters[Int(route.slot)] else {
                         self.refreshSoon()
-                        completion(.failure(StoreError.serverError("CLUSTERDOWN: no master serves slot \(route.slot)")))
+                        completion(.failure(RedisError.serverError("CLUSTERDOWN: no master serves slot \(route.slot)")))
                         return
                     }
                     self.send(on: address, asking: false, route, completion: completion, attempt)
@@ -232,7 +232,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
         completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void, _ attempt: @escaping Attempt
     ) {
         guard let client = client(for: address) else {
-            return completion(.failure(StoreError.unavailable(.shutdown)))
+            return completion(.failure(RedisError.unavailable(.shutdown)))
         }
         attempt(client, asking) { result in
             self.settle(result, from: address, asking: asking, route, completion: completion, attempt)
@@ -250,26 +250,26 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
         case .success(.error(let message)):
             if let redirect = RedisRedirect(errorMessage: message, defaultHost: address.host) {
                 guard route.redirects < Self.maxRedirects else {
-                    completion(.failure(StoreError.serverError(
+                    completion(.failure(RedisError.serverError(
                         "cluster: more than \(Self.maxRedirects) redirects for slot \(route.slot)")))
                     return
                 }
                 next.redirects += 1
                 switch redirect {
                 case .moved(let movedSlot, let to):
-                    configuration.clusterMetrics?.moved.inc()
+                    configuration.clusterObserver?.clusterEvent(.moved)
                     topology?.masters[Int(movedSlot)] = to
                     refreshSoon()
                     run(next, askTo: nil, completion: completion, attempt)
                 case .ask(_, let to):
-                    configuration.clusterMetrics?.ask.inc()
+                    configuration.clusterObserver?.clusterEvent(.ask)
                     run(next, askTo: to, completion: completion, attempt)
                 }
                 return
             }
             if message.hasPrefix("TRYAGAIN"), route.tryAgains < Self.maxTryAgain {
                 next.tryAgains += 1
-                configuration.clusterMetrics?.tryAgain.inc()
+                configuration.clusterObserver?.clusterEvent(.tryAgain)
                 // The same node again (after ASKING if that is how it was reached).
                 let retry = next
                 eventLoop.scheduleTask(in: Self.tryAgainDelay) {
@@ -281,7 +281,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
             completion(result)
         case .failure(let error):
             // A node that cannot be reached may have failed over.
-            if case .unavailable = error as? StoreError { refreshSoon() }
+            if case .unavailable = error as? RedisError { refreshSoon() }
             completion(result)
         case .success:
             completion(result)
@@ -305,7 +305,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
     /// Calls `body` with the map: now if there is one, after the refresh in
     /// flight (or one started now) otherwise, or at once with the last
     /// refresh's failure when none can start yet.
-    private func withTopology(_ body: @escaping @Sendable (Result<RedisClusterTopology, StoreError>) -> Void) {
+    private func withTopology(_ body: @escaping @Sendable (Result<RedisClusterTopology, RedisError>) -> Void) {
         eventLoop.assertInEventLoop()
         guard !isShutdown else { return body(.failure(.unavailable(.shutdown))) }
         if let topology { return body(.success(topology)) }
@@ -344,7 +344,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
         ask(candidates, 0, firstError: nil)
     }
 
-    private func ask(_ candidates: [RedisNodeAddress], _ i: Int, firstError: StoreError?) {
+    private func ask(_ candidates: [RedisNodeAddress], _ i: Int, firstError: RedisError?) {
         guard i < candidates.count else {
             return finishRefresh(.failure(firstError ?? .unavailable(.notConnected)))
         }
@@ -353,14 +353,14 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
             return finishRefresh(.failure(.unavailable(.shutdown)))
         }
         client.send(Self.clusterSlots, asking: false) { result in
-            let outcome: Result<RedisClusterTopology, StoreError>
+            let outcome: Result<RedisClusterTopology, RedisError>
             switch result {
             case .success(.error(let message)):
                 outcome = .failure(.serverError("CLUSTER SLOTS at \(address): \(message)"))
             case .success(let reply):
-                outcome = Result { () throws(StoreError) in try RedisClusterTopology(clusterSlots: reply, askedHost: address.host) }
+                outcome = Result { () throws(RedisError) in try RedisClusterTopology(clusterSlots: reply, askedHost: address.host) }
             case .failure(let error):
-                outcome = .failure(error as? StoreError ?? .unavailable(.connectFailed("\(address): \(error)")))
+                outcome = .failure(error as? RedisError ?? .unavailable(.connectFailed("\(address): \(error)")))
             }
             switch outcome {
             case .success(let t) where t.distinctMasters.isEmpty:
@@ -375,13 +375,13 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
 
     private static let clusterSlots = RESPCommand("CLUSTER", "SLOTS")
 
-    private func finishRefresh(_ result: Result<RedisClusterTopology, StoreError>) {
+    private func finishRefresh(_ result: Result<RedisClusterTopology, RedisError>) {
         eventLoop.assertInEventLoop()
         refreshing = false
         if isShutdown { return }
         switch result {
         case .success(let t):
-            configuration.clusterMetrics?.mapRefreshed.inc()
+            configuration.clusterObserver?.clusterEvent(.mapRefreshed)
             if topology != t {
                 configuration.logger?.info(
                     "redis cluster map", metadata: ["masters": "\(t.distinctMasters.map(\.description).joined(separator: ","))"])
@@ -399,7 +399,7 @@ public final class RedisClusterClient: RedisExecutor, @unchecked Sendable {
                 _ = c.shutdown()
             }
         case .failure(let e):
-            configuration.clusterMetrics?.mapRefreshFailed.inc()
+            configuration.clusterObserver?.clusterEvent(.mapRefreshFailed)
             if lastRefreshError == nil {
                 configuration.logger?.warning("redis cluster map unavailable", metadata: ["reason": "\(e)"])
             }

@@ -1,3 +1,4 @@
+import AssertGateRedis
 import AssertGateTestSupport
 import GatewayTLS
 import Logging
@@ -41,7 +42,7 @@ struct RedisTLSTests {
     }
 
     private func connectFailure(_ result: Result<RESPValue, any Error>) -> String? {
-        if case .failure(StoreError.unavailable(.connectFailed(let reason))) = result { return reason }
+        if case .failure(RedisError.unavailable(.connectFailed(let reason))) = result { return reason }
         return nil
     }
 
@@ -106,7 +107,7 @@ struct RedisTLSTests {
         let (server, pki) = try await server(requireClientCertificate: true)
         defer { server.stop() }
         let result = try await set(on: server, tls: files(pki, clientCertificate: false))
-        guard case .failure(StoreError.unavailable) = result else {
+        guard case .failure(RedisError.unavailable) = result else {
             Issue.record("expected the store to be unavailable, got \(result)")
             return
         }
@@ -130,7 +131,7 @@ struct RedisTLSTests {
             url: try RedisURL(parsing: "redis://127.0.0.1:\(port)/0"), connectTimeout: .seconds(1),
             commandTimeout: .milliseconds(500))
         let client = RedisClient(configuration: config, eventLoop: group.next())
-        await #expect(throws: StoreError.self) { _ = try await client.send("SET", "tls-probe", "1").get() }
+        await #expect(throws: RedisError.self) { _ = try await client.send("SET", "tls-probe", "1").get() }
         try await client.shutdown().get()
         try await group.shutdownGracefully()
         #expect(try server.run(["EXISTS", "tls-probe"]) == .integer(0))

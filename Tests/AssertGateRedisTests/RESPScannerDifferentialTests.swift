@@ -1,6 +1,6 @@
 import Testing
 
-@testable import AssertGateCore
+@testable import AssertGateRedis
 
 /// The scanner handles a line in one pass when all of it is in the buffer,
 /// and byte by byte otherwise. Both paths must agree on every input: fed

@@ -2,7 +2,7 @@ import NIOCore
 import NIOPosix
 import Testing
 
-@testable import AssertGateCore
+@testable import AssertGateRedis
 
 /// What a command meets while no connection is up: held during an in-flight
 /// connect attempt, failed at once (with the last attempt's error) while the
@@ -17,7 +17,7 @@ struct RedisClientConnectPhaseTests {
         maxQueued: Int = 4096
     ) throws -> RedisClient {
         var config = RedisClientConfiguration(
-            url: try RedisURL(parsing: "redis://:pw@127.0.0.1:\(port)/0"), connectTimeout: connectTimeout,
+            url: RedisURL(host: "127.0.0.1", port: port, password: "pw"), connectTimeout: connectTimeout,
             commandTimeout: .seconds(5))
         config.backoffBase = backoff
         config.backoffMax = backoff
@@ -47,15 +47,15 @@ struct RedisClientConnectPhaseTests {
         let held = c.send("PING")  // the attempt cannot end before the release: held
         try await authSeen.futureResult.get()
         releaseAuth.succeed()
-        var heldError: StoreError?
-        do { _ = try await held.get() } catch let e as StoreError { heldError = e }
+        var heldError: RedisError?
+        do { _ = try await held.get() } catch let e as RedisError { heldError = e }
         guard case .unavailable(.connectFailed(let message)) = heldError else {
             Issue.record("held command: \(String(describing: heldError))")
             return
         }
         #expect(message.hasPrefix("AUTH"))
         #expect(!message.contains("pw"))
-        let attemptError = StoreError.unavailable(.connectFailed(message))
+        let attemptError = RedisError.unavailable(.connectFailed(message))
 
         let t0 = NIODeadline.now()
         let late = c.send("PING")
@@ -96,7 +96,7 @@ struct RedisClientConnectPhaseTests {
         let a = c.send("PING")
         let b = c.send("PING")
         let overflow = c.send("PING")
-        await #expect(throws: StoreError.unavailable(.overloaded)) { try await overflow.get() }
+        await #expect(throws: RedisError.unavailable(.overloaded)) { try await overflow.get() }
         releaseSecondAuth.succeed()
         #expect(try await a.get() == .status("PONG"))
         #expect(try await b.get() == .status("PONG"))
@@ -125,7 +125,7 @@ struct RedisClientConnectPhaseTests {
         do {
             _ = try await ping.get()
             Issue.record("a silent server answered")
-        } catch StoreError.unavailable(.connectFailed(let message)) {
+        } catch RedisError.unavailable(.connectFailed(let message)) {
             #expect(message.contains("no connection within"))
         }
         let e = try await elapsed.get()

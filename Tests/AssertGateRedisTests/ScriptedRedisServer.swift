@@ -2,7 +2,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
-@testable import AssertGateCore
+@testable import AssertGateRedis
 
 /// A fake Redis on 127.0.0.1 whose every answer the test decides: `responder`
 /// gets the connection's index (0 = first accepted) and the command, and

@@ -1,12 +1,18 @@
-import Verifier
 import NIOCore
 
-/// Unpadded b64url (RFC 4648 §5): key ids in Redis key names and JSON,
-/// challenges.
-enum StoreBase64URL {
-    /// Appends the encoding to `buffer` (hot path: Redis key names).
+/// Unpadded b64url (RFC 4648 §5) for key names whose hash tag is the
+/// encoding of raw bytes (`ag:{<b64url(keyId)>}:key`): written straight into
+/// a command (`RESPCommandWriter.bulkKey`) and hashed straight into a slot
+/// (`RedisHashSlot.slot(ofBase64URLOf:)`), so the commit path builds no String.
+enum RedisBase64URL {
+    static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Length of the encoding of `count` bytes.
+    static func encodedCount(_ count: Int) -> Int { (count * 4 + 2) / 3 }
+
+    /// Appends the encoding to `buffer`.
     static func encode(_ bytes: [UInt8], into buffer: inout ByteBuffer) {
-        let count = (bytes.count * 4 + 2) / 3
+        let count = encodedCount(bytes.count)
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
             alphabet.withUnsafeBufferPointer { a in
                 var o = 0
@@ -30,20 +36,5 @@ enum StoreBase64URL {
             }
             return count
         }
-    }
-
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-}
-
-public enum StoreChallenge {
-    /// 32 bytes from the system CSPRNG (getrandom), as unpadded b64url: the issued challenge form.
-    public static func generate() -> String {
-        var rng = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: 32)
-        for i in stride(from: 0, to: 32, by: 8) {
-            let v = rng.next()
-            for j in 0..<8 { bytes[i + j] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(j))) }
-        }
-        return Base64.encodeURL(bytes)
     }
 }

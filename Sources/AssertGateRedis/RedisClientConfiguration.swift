@@ -2,7 +2,8 @@ import GatewayTLS
 import Logging
 import NIOCore
 
-/// Everything a `RedisClient` needs, resolved from `RedisConfig`.
+/// Everything a `RedisClient` needs (the gateway resolves it from its
+/// `store.redis` config).
 public struct RedisClientConfiguration: Sendable {
     public var url: RedisURL
     public var connectTimeout: TimeAmount
@@ -23,8 +24,8 @@ public struct RedisClientConfiguration: Sendable {
     /// Seed nodes of a Redis Cluster (empty: `url` is one server). Every
     /// node gets `url`'s credentials and scheme.
     public var clusterSeeds: [RedisNodeAddress] = []
-    /// Where a cluster client counts redirects and map reads (nil: nowhere).
-    public var clusterMetrics: RedisClusterMetrics?
+    /// Where a cluster client reports redirects and map reads (nil: nowhere).
+    public var clusterObserver: (any RedisClusterObserver)?
     /// Where connection failures, losses and recoveries are reported (nil: nowhere).
     public var logger: Logger?
 
@@ -38,22 +39,6 @@ public struct RedisClientConfiguration: Sendable {
         self.commandTimeout = commandTimeout
         self.connections = max(1, connections)
         self.limits = limits
-    }
-
-    /// Throws `ValueParseError` for a bad URL, `TLSConfigurationError` when
-    /// the TLS files of a `rediss://` store cannot be loaded.
-    public init(_ config: RedisConfig) throws {
-        let seeds = try config.cluster.map { text throws(ValueParseError) in try RedisURL(parsing: text) }
-        self.init(
-            url: try seeds.first ?? RedisURL(parsing: config.url), connectTimeout: config.connectTimeout,
-            commandTimeout: config.commandTimeout, connections: config.connectionsPerWorker)
-        self.clusterSeeds = seeds.map { RedisNodeAddress(host: $0.host, port: $0.port) }
-        if url.tls {
-            let files = config.tls ?? ClientTLSConfig()
-            self.tls = try TLSClientContext(
-                caFile: files.caFile, certificatePath: files.certificate, privateKeyPath: files.privateKey)
-            self.tlsServerName = files.serverName
-        }
     }
 
     /// The name a `rediss://` server's certificate must carry.
