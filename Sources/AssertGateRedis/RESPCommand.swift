@@ -51,7 +51,7 @@ public struct RESPCommand: Sendable {
 public struct RESPCommandWriter {
     private(set) var buffer: ByteBuffer
 
-    public init(arrayCount: Int, capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
+    init(arrayCount: Int, capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
         buffer = allocator.buffer(capacity: capacity)
         buffer.writeInteger(UInt8(ascii: "*"))
         Self.writeLine(Int64(arrayCount), into: &buffer)

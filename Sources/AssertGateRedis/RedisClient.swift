@@ -125,7 +125,7 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     /// True when at least one connection is up (for readiness).
-    public func isConnected() -> EventLoopFuture<Bool> {
+    func isConnected() -> EventLoopFuture<Bool> {
         eventLoop.submit {
             self.slots.contains { if case .ready = $0.state { return true } else { return false } }
         }

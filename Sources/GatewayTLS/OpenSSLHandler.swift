@@ -103,7 +103,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     /// are sent then), fails with `TLSConnectionError` naming OpenSSL's
     /// reason, or with `ChannelError.ioOnClosedChannel` if the connection
     /// closed first. Nil in the server role and before the handler is added.
-    public private(set) var handshakeFuture: EventLoopFuture<Void>?
+    private(set) var handshakeFuture: EventLoopFuture<Void>?
 
     // MARK: lifecycle
 

@@ -3,7 +3,7 @@
 public struct TLSConnectionError: Error, Hashable, Sendable, CustomStringConvertible {
     public let reason: String
 
-    public init(reason: String) {
+    init(reason: String) {
         self.reason = reason
     }
 
