@@ -68,7 +68,7 @@ struct RedisClusterTests {
             }
             let attest = StoreChallenge.generate()
             try await store.issueChallenge(keyId: other.keyId, purpose: .attest, challenge: attest, ttl: .seconds(60)).get()
-            let error = await #expect(throws: RedisError.self) {
+            let error = await #expect(throws: StoreError.self) {
                 _ = try await store.registerKey(other, attestChallenge: attest).get()
             }
             #expect("\(error.map { "\($0)" } ?? "")".contains("TRYAGAIN"))
