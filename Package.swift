@@ -42,10 +42,30 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(name: "verifier-bench", dependencies: ["Verifier"], swiftSettings: strict),
         .target(name: "DeviceSim", dependencies: ["COpenSSL"], swiftSettings: strict),
+        // TLS over OpenSSL memory BIOs: contexts, the channel handler, ALPN.
+        .target(
+            name: "GatewayTLS",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The Redis client: RESP over hiredis' parser, pipelined connections,
+        // Redis Cluster routing; TLS (rediss://) from GatewayTLS.
+        .target(
+            name: "AssertGateRedis",
+            dependencies: [
+                "GatewayTLS", "CHiredis", "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         .target(
             name: "AssertGateCore",
             dependencies: [
-                "Verifier", "CNGHTTP2", "CHiredis", "COpenSSL",
+                "Verifier", "GatewayTLS", "AssertGateRedis", "CNGHTTP2", "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -82,7 +102,7 @@ let package = Package(
         .target(
             name: "AppleMock",
             dependencies: [
-                "AssertGateCore", "DeviceSim", "Verifier", "COpenSSL",
+                "AssertGateCore", "GatewayTLS", "DeviceSim", "Verifier", "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -102,7 +122,7 @@ let package = Package(
         .executableTarget(
             name: "store-bench",
             dependencies: [
-                "AssertGateCore",
+                "AssertGateCore", "AssertGateRedis", "GatewayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -117,16 +137,36 @@ let package = Package(
             exclude: ["Support/h2_test_server.py", "Support/h1_test_server.py"],
             swiftSettings: strict),
         .testTarget(name: "DeviceSimTests", dependencies: ["DeviceSim"], swiftSettings: strict),
+        .testTarget(
+            name: "GatewayTLSTests",
+            dependencies: [
+                "GatewayTLS", "AssertGateTestSupport", "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         // Fixtures shared by the test targets (a private redis-server per test).
         .target(
             name: "AssertGateTestSupport",
-            dependencies: ["AssertGateCore"],
+            dependencies: ["AssertGateRedis"],
             path: "Tests/TestSupport",
+            swiftSettings: strict),
+        .testTarget(
+            name: "AssertGateRedisTests",
+            dependencies: [
+                "AssertGateRedis", "AssertGateTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
-                "AssertGateCore", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2", "DeviceSim", "Verifier",
+                "AssertGateCore", "AssertGateRedis", "GatewayTLS", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
+                "DeviceSim", "Verifier",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -137,7 +177,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "AssertGateCore", "AssertGateTestSupport", "DeviceSim", "Verifier", "AppleMock",
+                "AssertGateCore", "AssertGateRedis", "GatewayTLS", "AssertGateTestSupport", "DeviceSim", "Verifier",
+                "AppleMock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -7,6 +7,7 @@
 // the rest is that parser's input. Besides "never traps", each case checks
 // invariants a wrong-but-quiet parser would break; a broken invariant aborts.
 @testable import AssertGateCore
+import AssertGateRedis
 import NIOCore
 import NIOHTTP1
 

@@ -6,8 +6,9 @@
 #
 # verifier: CBOR/DER/base64/authData/attestation/assertion/receipts (Verifier
 #           sources + VerifierFuzz.swift compiled as one module by swiftc).
-# gateway:  AssertGateCore's parsers of untrusted bytes (GatewayFuzz.swift),
-#           linked against an AssertGateCore that SwiftPM builds, sanitized,
+# gateway:  the parsers of untrusted bytes in AssertGateCore and AssertGateRedis
+#           (GatewayFuzz.swift), linked against an AssertGateCore (and its
+#           dependencies) that SwiftPM builds, sanitized,
 #           into .build-fuzz/ (first build takes a few minutes).
 #
 # Environment: ASSERTGATE_VECTORS (default <package root>/Tests/Vectors),

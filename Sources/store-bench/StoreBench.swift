@@ -1,5 +1,7 @@
 import AssertGateCore
+import AssertGateRedis
 import Foundation
+import GatewayTLS
 import NIOCore
 import NIOPosix
 

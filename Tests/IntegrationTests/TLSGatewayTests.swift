@@ -1,6 +1,7 @@
 import AssertGateTestSupport
 import AssertGateCore
 import Foundation
+import GatewayTLS
 import Testing
 
 extension Integration {

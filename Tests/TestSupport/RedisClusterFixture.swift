@@ -1,6 +1,6 @@
 import Foundation
 
-import AssertGateCore
+import AssertGateRedis
 
 /// A private Redis Cluster of `masters` nodes (no replicas) on free loopback
 /// ports, each `redis-server --cluster-enabled yes` with its node file in a

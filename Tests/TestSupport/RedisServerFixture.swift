@@ -1,6 +1,6 @@
 import Foundation
 
-import AssertGateCore
+import AssertGateRedis
 
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import AssertGateRedis
+
 /// The `{keyId}` path component of the admin routes: b64url, or standard
 /// base64 percent-encoded (`%2B`, `%2F`, `%3D`), decoding to 32 bytes.
 enum AdminKeyId {

@@ -1,3 +1,5 @@
+import AssertGateRedis
+
 /// The `{userId}` path component of the user routes: percent-encoded UTF-8,
 /// 1–256 bytes once decoded (the attest request's limit).
 enum AdminUserId {

@@ -1,3 +1,4 @@
+import GatewayTLS
 import NIOCore
 import NIOHTTP1
 

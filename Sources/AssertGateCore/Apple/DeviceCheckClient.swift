@@ -1,3 +1,4 @@
+import GatewayTLS
 import Foundation
 import NIOCore
 

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import GatewayTLS
 import NIOConcurrencyHelpers
 import Verifier
 

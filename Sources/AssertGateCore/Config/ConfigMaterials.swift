@@ -1,3 +1,6 @@
+import AssertGateRedis
+import GatewayTLS
+
 /// What only loading the referenced files can tell: that TLS certificates and
 /// keys, trust anchors, CA files and the DeviceCheck key really load and
 /// belong together. `check-config` reports these before a deploy; `serve`

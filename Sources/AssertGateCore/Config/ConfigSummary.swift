@@ -1,3 +1,6 @@
+import AssertGateRedis
+import GatewayTLS
+
 /// The human-readable form `assertgate check-config` prints: listeners,
 /// upstreams and routes with every default resolved. Secrets show only
 /// their source.

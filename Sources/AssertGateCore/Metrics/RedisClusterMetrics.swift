@@ -1,3 +1,5 @@
+import AssertGateRedis
+
 /// What a `RedisClusterClient` counts (every worker's client adds to the same counters).
 public struct RedisClusterMetrics: Sendable {
     public let moved: Counter
@@ -12,5 +14,17 @@ public struct RedisClusterMetrics: Sendable {
         self.tryAgain = tryAgain
         self.mapRefreshed = mapRefreshed
         self.mapRefreshFailed = mapRefreshFailed
+    }
+}
+
+extension RedisClusterMetrics: RedisClusterObserver {
+    public func clusterEvent(_ event: RedisClusterEvent) {
+        switch event {
+        case .moved: moved.inc()
+        case .ask: ask.inc()
+        case .tryAgain: tryAgain.inc()
+        case .mapRefreshed: mapRefreshed.inc()
+        case .mapRefreshFailed: mapRefreshFailed.inc()
+        }
     }
 }

@@ -1,3 +1,4 @@
+import GatewayTLS
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

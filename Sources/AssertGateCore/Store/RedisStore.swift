@@ -1,3 +1,4 @@
+import AssertGateRedis
 import NIOCore
 import Verifier
 
@@ -259,7 +260,7 @@ public final class RedisStore: Store {
         let command = RESPCommand(writer: w)
         if let standalone {
             standalone.evalSHA(
-                RedisStoreScripts.commit, command: command, asking: false, { try RedisStore.parseCommit($0) },
+                RedisStoreScripts.commit, command: command, slot: 0, { try RedisStore.parseCommit($0) },
                 completion: completion)
         } else if let cluster {
             cluster.evalSHA(

@@ -1,3 +1,4 @@
+import AssertGateRedis
 import Verifier
 
 /// The Lua scripts of `RedisStore`. Each decision is one script so it is

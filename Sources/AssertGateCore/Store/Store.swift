@@ -17,7 +17,8 @@ import Verifier
 ///
 /// Key ids are the 32 raw bytes; challenges are the 43-character unpadded
 /// b64url strings as issued (anything else can never match and answers
-/// `unknown-challenge`). Failures to get an answer are `StoreError`s.
+/// `unknown-challenge`). Failures to get an answer are `StoreError`s, or,
+/// from `RedisStore`, the client's `RedisError`s as the client reported them.
 public protocol Store: AnyObject, Sendable {
     var eventLoop: EventLoop { get }
 

@@ -1,3 +1,4 @@
+import AssertGateRedis
 import Logging
 import NIOCore
 
@@ -16,7 +17,7 @@ public enum StoreFactory {
         case .redis(let redis):
             var configuration = try RedisClientConfiguration(redis)
             configuration.logger = logger
-            configuration.clusterMetrics = metrics?.redisCluster
+            configuration.clusterObserver = metrics?.redisCluster
             return RedisStoreGroup(configuration: configuration, group: group)
         }
     }

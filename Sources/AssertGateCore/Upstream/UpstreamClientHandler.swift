@@ -1,3 +1,4 @@
+import GatewayTLS
 import NIOCore
 
 /// The last handler of an upstream channel: parses responses

@@ -1,3 +1,4 @@
+import GatewayTLS
 import NIOCore
 
 /// Receives one exchange's events. All calls on the worker's event loop.

@@ -1,3 +1,4 @@
+import GatewayTLS
 import NIOConcurrencyHelpers
 import Verifier
 

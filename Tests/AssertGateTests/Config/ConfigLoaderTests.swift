@@ -1,3 +1,4 @@
+import AssertGateRedis
 import Foundation
 import NIOCore
 import Testing

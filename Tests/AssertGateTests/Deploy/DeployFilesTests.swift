@@ -1,4 +1,5 @@
 import AssertGateCore
+import AssertGateRedis
 import Foundation
 import Testing
 import Yams

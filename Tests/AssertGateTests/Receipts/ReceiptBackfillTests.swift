@@ -1,4 +1,6 @@
+import AssertGateRedis
 import Foundation
+import GatewayTLS
 import Logging
 import NIOCore
 import NIOPosix

@@ -1,3 +1,4 @@
+import AssertGateRedis
 import AssertGateTestSupport
 import Verifier
 import NIOConcurrencyHelpers

@@ -1,4 +1,5 @@
 import AssertGateCore
+import AssertGateRedis
 import DeviceSim
 import Foundation
 import NIOHTTP1
