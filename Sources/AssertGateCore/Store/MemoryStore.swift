@@ -70,6 +70,8 @@ public final class MemoryStore: Store, StoreProvider {
         /// The last complete backfill walk: when, and until when it counts.
         var walk: (at: Int64, until: Int64)?
         var sweepAt = 1024
+        /// The attestation ramp-up bucket and the rate it was made for.
+        var ramp: (rate: RateConfig, bucket: TokenBucket)?
 
         /// Takes the challenge if it is live and has `purpose`; a wrong purpose leaves it.
         mutating func consume(_ id: ChallengeID, purpose: ChallengePurpose, now: NIODeadline) -> Bool {
@@ -292,6 +294,19 @@ public final class MemoryStore: Store, StoreProvider {
 
     public func recordBackfillWalk(at: Int64, validFor: Int64) -> EventLoopFuture<Void> {
         answer { state, _ in state.walk = (at, at + max(1, validFor)) }
+    }
+
+    // MARK: ramp-up
+
+    public func takeAttestChallengeBudget(rate: RateConfig) -> EventLoopFuture<TokenBucket.TakeResult> {
+        answer { state, now in
+            let nanos = now.uptimeNanoseconds
+            var bucket = state.ramp?.bucket ?? TokenBucket(perSecond: rate.perSecond, burst: rate.burst, nowNanos: nanos)
+            if state.ramp?.rate != rate { bucket.retune(perSecond: rate.perSecond, burst: rate.burst) }
+            let result = bucket.take(nowNanos: nanos)
+            state.ramp = (rate, bucket)
+            return result
+        }
     }
 
     /// The scheduled refresh time of a key (for tests).

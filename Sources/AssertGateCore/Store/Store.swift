@@ -108,6 +108,16 @@ public protocol Store: AnyObject, Sendable {
     /// Revokes every key of `userId`; their records after revocation, or nil
     /// for an unknown user. Each key is revoked atomically on its own slot.
     func revokeUser(userId: String) -> EventLoopFuture<[KeyRecord]?>
+
+    // Attestation ramp-up (risk.md §4): one budget of `attest` challenges
+    // shared by every gateway on the store.
+
+    /// Takes one challenge from the budget `rate` describes (a token bucket
+    /// of `rate.burst` refilled at `rate.perSecond`), in one atomic step on
+    /// the store's own clock (Redis `TIME`), so gateways with skewed clocks
+    /// share one budget. `.limited` carries the whole seconds (≥ 1) until
+    /// the bucket allows one more. A changed `rate` applies from the next take.
+    func takeAttestChallengeBudget(rate: RateConfig) -> EventLoopFuture<TokenBucket.TakeResult>
 }
 
 /// The most keys a user listing or bulk revoke touches (an account with more
