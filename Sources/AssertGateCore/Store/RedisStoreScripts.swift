@@ -140,5 +140,5 @@ enum RedisStoreScripts {
 
     static let all: [RedisScript] = [
         commit, clusterCommit, register, revoke, revokeOfUser, receipt, claimRefreshes, raiseUserKeyCount,
-    ] + [rampUp]
+    ] + [rampUp] + deviceCheck
 }
