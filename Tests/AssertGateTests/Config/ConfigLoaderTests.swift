@@ -690,6 +690,27 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         ])
     }
 
+    /// risk.md §4: absent = no limit; the same checks as any rate.
+    @Test func attestationRampUp() throws {
+        #expect(try load(minimalYAML).attestation.rampUp == nil)
+        let c = try load(minimalYAML + "attestation: {rampUp: {perSecond: 0.5, burst: 100}}\n")
+        #expect(c.attestation.rampUp == RateConfig(perSecond: 0.5, burst: 100))
+        #expect(ConfigSummary.render(c).contains("  rampUp: 0.5/s burst 100 attest challenges, shared by every gateway on the store"))
+        #expect(c.warnings.contains { $0.hasPrefix("attestation.rampUp with store memory") })
+        #expect(ConfigSummary.render(try load(minimalYAML)).contains("  rampUp: off"))
+        #expect(errors(minimalYAML + "attestation: {rampUp: {perSecond: 0, burst: 0}}\n") == [
+            "config.yaml:8: attestation.rampUp.perSecond: must be greater than 0, got 0",
+            "config.yaml:8: attestation.rampUp.burst: must be at least 1, got 0",
+        ])
+        #expect(errors(minimalYAML + "attestation: {rampUp: {perSecond: 5}}\n") == [
+            "config.yaml:8: missing required key 'burst' in attestation.rampUp"
+        ])
+        #expect(errors(minimalYAML + "attestation: {rampUp: 50}\n") == [
+            "config.yaml:8: attestation.rampUp: expected a mapping, got '50'"
+        ])
+        #expect(errors(minimalYAML + "attestation: {rampUp: {perSecond: 5, burst: 5, perMinute: 1}}\n").count == 1)
+    }
+
     @Test func trustFraudMetricAndLoggingChecks() {
         let yaml = minimalYAML + """
             trust: {headerPrefix: "X Gate", signingSecret: {env: MISSING_SECRET}}
