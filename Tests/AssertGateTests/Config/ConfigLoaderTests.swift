@@ -186,6 +186,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(c.listeners[0].tls?.certificate == dir.path + "/certs/tls.crt")
         #expect(c.admin.token?.value == "token-from-file")
         #expect(c.routes.count >= 3)
+        #expect(c.attestation.rampUp == RateConfig(perSecond: 50, burst: 100))
         guard case .redis = c.store else {
             Issue.record("production example must use redis")
             return
