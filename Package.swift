@@ -77,10 +77,22 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: strict),
+        // A stand-in for Apple's DeviceCheck and App Attest data servers, for
+        // tests and demos (`assertgate-device apple-mock`).
+        .target(
+            name: "AppleMock",
+            dependencies: [
+                "AssertGateCore", "DeviceSim", "Verifier", "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "assertgate-device",
             dependencies: [
-                "DeviceSim", "DeviceClient", "CLISupport",
+                "DeviceSim", "DeviceClient", "CLISupport", "AppleMock", "Verifier",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -114,7 +126,7 @@ let package = Package(
         .testTarget(
             name: "AssertGateTests",
             dependencies: [
-                "AssertGateCore", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2",
+                "AssertGateCore", "AssertGateTestSupport", "COpenSSL", "CNGHTTP2", "DeviceSim", "Verifier",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -125,7 +137,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "AssertGateCore", "AssertGateTestSupport", "DeviceSim", "Verifier",
+                "AssertGateCore", "AssertGateTestSupport", "DeviceSim", "Verifier", "AppleMock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

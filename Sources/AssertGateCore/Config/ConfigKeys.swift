@@ -28,6 +28,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case deviceBits
     case limits
     case fraudMetric
+    case deviceCheck
     case logging
 
     /// The accepted keys, in the order docs/config.md presents them.
@@ -36,7 +37,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .top:
             return [
                 "listeners", "admin", "apps", "attestation", "store", "trust", "upstreams", "routes", "limits",
-                "fraudMetric", "logging",
+                "fraudMetric", "deviceCheck", "logging",
             ]
         case .listener: return ["address", "tls", "handshakeTimeout", "headerTimeout", "idleTimeout"]
         case .listenerTLS: return ["certificate", "privateKey"]
@@ -78,6 +79,11 @@ enum ConfigSection: String, CaseIterable, Sendable {
             ]
         case .fraudMetric:
             return ["teamId", "keyId", "privateKey", "baseURL", "developmentBaseURL", "refreshEvery", "pollEvery", "caFile"]
+        case .deviceCheck:
+            return [
+                "teamId", "keyId", "privateKey", "baseURL", "developmentBaseURL", "environment", "timeout",
+                "updateRetryFor", "caFile",
+            ]
         case .logging: return ["level", "format"]
         }
     }
@@ -113,6 +119,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .deviceBits: return ["<rules>.require.deviceBits", "<rules>.flag.deviceBits"]
         case .limits: return ["limits"]
         case .fraudMetric: return ["fraudMetric"]
+        case .deviceCheck: return ["deviceCheck"]
         case .logging: return ["logging"]
         }
     }

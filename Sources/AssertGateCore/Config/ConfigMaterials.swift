@@ -22,6 +22,13 @@ public enum ConfigMaterials {
             do {
                 _ = try DeviceCheckToken(pem: fraud.privateKey.value, teamId: fraud.teamId, keyId: fraud.keyId)
             } catch {
+                out.append("fraudMetric.privateKey: \(error)")
+            }
+        }
+        if let device = config.deviceCheck {
+            do {
+                _ = try DeviceCheckClient(config: device)
+            } catch {
                 out.append("\(error)")
             }
         }

@@ -20,13 +20,15 @@ struct ConfigSectionParser {
         let limits = top["limits"].map(parseLimits) ?? LimitsConfig()
         let routes = parseRoutes(top, upstreams: upstreams, limits: limits)
         let fraudMetric = top["fraudMetric"].flatMap(parseFraudMetric)
+        let deviceCheck = top["deviceCheck"].flatMap { parseDeviceCheck($0, fraudMetric: fraudMetric, top: top) }
         let logging = top["logging"].map(parseLogging) ?? LoggingConfig()
         resolveIdleTimeouts(&listeners, upstreams: upstreams ?? [:], top: top)
         crossCheck(listeners: listeners, admin: admin, top: top)
         guard let upstreams, let routes else { return nil }
         return GatewayConfig(
             listeners: listeners, admin: admin, apps: apps, attestation: attestation, store: store, trust: trust,
-            upstreams: upstreams, routes: routes, limits: limits, fraudMetric: fraudMetric, logging: logging)
+            upstreams: upstreams, routes: routes, limits: limits, fraudMetric: fraudMetric,
+            deviceCheck: deviceCheck, logging: logging)
     }
 
     // MARK: listeners, admin
@@ -566,16 +568,8 @@ struct ConfigSectionParser {
             reader.error(at: view["keyId"], "fraudMetric.keyId: '\(keyId)' must be 10 characters of A-Z and 0-9")
         }
         let key = secret(view, "privateKey", required: true)
-        func url(_ name: String) -> String? {
-            guard let url = reader.string(view, name) else { return nil }
-            if let e = ConfigSyntax.httpsURL(url) {
-                reader.error(at: view[name], "fraudMetric.\(name): \(e.message)")
-                return nil
-            }
-            return url.hasSuffix("/") ? String(url.dropLast()) : url
-        }
-        let baseURL = url("baseURL")
-        let developmentBaseURL = url("developmentBaseURL")
+        let baseURL = httpsURL(view, "baseURL", section: "fraudMetric")
+        let developmentBaseURL = httpsURL(view, "developmentBaseURL", section: "fraudMetric")
         let refresh = reader.duration(view, "refreshEvery")
         if let refresh, refresh < .minutes(1) {
             reader.error(at: view["refreshEvery"], "fraudMetric.refreshEvery: must be at least 1m")
@@ -590,6 +584,71 @@ struct ConfigSectionParser {
         if let poll { f.pollEvery = poll }
         f.caFile = caFile
         return f
+    }
+
+    /// `https://host[:port]` without a trailing `/`.
+    func httpsURL(_ view: ConfigReader.MappingView, _ name: String, section: String) -> String? {
+        guard let url = reader.string(view, name) else { return nil }
+        if let e = ConfigSyntax.httpsURL(url) {
+            reader.error(at: view[name], "\(section).\(name): \(e.message)")
+            return nil
+        }
+        return url.hasSuffix("/") ? String(url.dropLast()) : url
+    }
+
+    /// `deviceCheck:`; the Apple key settings fall back to `fraudMetric`'s.
+    func parseDeviceCheck(
+        _ node: Node, fraudMetric: FraudMetricConfig?, top: ConfigReader.MappingView
+    ) -> DeviceCheckConfig? {
+        guard let view = reader.mapping(node, path: "deviceCheck", section: .deviceCheck) else { return nil }
+        // Without fraudMetric there is nothing to fall back to; with an
+        // invalid fraudMetric its own errors already say so.
+        let fallback = fraudMetric == nil && top["fraudMetric"] == nil
+        func id(_ name: String, _ inherited: String?) -> String? {
+            guard let value = reader.string(view, name) else {
+                if inherited == nil, fallback {
+                    reader.error(at: node, "deviceCheck.\(name): required (or set fraudMetric.\(name), which it defaults to)")
+                }
+                return inherited
+            }
+            if !ConfigSyntax.isTeamId(value) {
+                reader.error(at: view[name], "deviceCheck.\(name): '\(value)' must be 10 characters of A-Z and 0-9")
+                return nil
+            }
+            return value
+        }
+        let teamId = id("teamId", fraudMetric?.teamId)
+        let keyId = id("keyId", fraudMetric?.keyId)
+        var key = secret(view, "privateKey")
+        if view["privateKey"] == nil {
+            key = fraudMetric?.privateKey
+            if key == nil, fallback {
+                reader.error(at: node, "deviceCheck.privateKey: required (or set fraudMetric.privateKey, which it defaults to)")
+            }
+        }
+        let baseURL = httpsURL(view, "baseURL", section: "deviceCheck")
+        let developmentBaseURL = httpsURL(view, "developmentBaseURL", section: "deviceCheck")
+        let environment = reader.oneOf(view, "environment", AppEnvironment.self)
+        let timeout = reader.duration(view, "timeout")
+        if let timeout, timeout > DeviceCheckConfig.maxTimeout {
+            reader.error(
+                at: view["timeout"],
+                "deviceCheck.timeout: at most \(DurationParser.format(DeviceCheckConfig.maxTimeout)) (requests wait on it), got \(DurationParser.format(timeout))")
+        }
+        let retry = reader.duration(view, "updateRetryFor")
+        if let retry, retry < .seconds(1) {
+            reader.error(at: view["updateRetryFor"], "deviceCheck.updateRetryFor: must be at least 1s")
+        }
+        let caFile = pemFile(view, "caFile", label: "CERTIFICATE", required: false)
+        guard let teamId, let keyId, let key else { return nil }
+        var d = DeviceCheckConfig(teamId: teamId, keyId: keyId, privateKey: key)
+        if let baseURL { d.baseURL = baseURL }
+        if let developmentBaseURL { d.developmentBaseURL = developmentBaseURL }
+        if let environment { d.environment = environment }
+        if let timeout, timeout <= DeviceCheckConfig.maxTimeout { d.timeout = timeout }
+        if let retry { d.updateRetryFor = retry }
+        d.caFile = caFile
+        return d
     }
 
     static let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]

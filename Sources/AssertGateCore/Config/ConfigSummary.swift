@@ -92,6 +92,12 @@ public enum ConfigSummary {
         } else {
             out.append("fraudMetric: off")
         }
+        if let d = config.deviceCheck {
+            out.append("deviceCheck: team \(d.teamId), key \(d.keyId) (\(source(d.privateKey))), production \(d.baseURL), development \(d.developmentBaseURL), default \(d.environment.rawValue), "
+                + "timeout \(DurationParser.format(d.timeout)), updates retried for \(DurationParser.format(d.updateRetryFor)), server verified against \(d.caFile ?? "the system trust store")")
+        } else {
+            out.append("deviceCheck: off")
+        }
         out.append("logging: level \(config.logging.level), format \(config.logging.format.rawValue)")
         return out.joined(separator: "\n") + "\n"
     }

@@ -17,6 +17,10 @@ extension GatewayConfig {
         if case .inline? = fraudMetric?.privateKey.source {
             out.append("fraudMetric.privateKey is inline in the config file; prefer {file: PATH}")
         }
+        // An inline key inherited from fraudMetric is already warned about above.
+        if deviceCheck?.privateKey.source == .inline, fraudMetric?.privateKey.source != .inline {
+            out.append("deviceCheck.privateKey is inline in the config file; prefer {file: PATH}")
+        }
         // Rules that can never act (risk.md §2), e.g. maxRiskMetric without
         // receipt refresh: say so rather than let an operator believe risk is checked.
         out += RulesSummary.warnings(self)

@@ -18,6 +18,7 @@ public struct GatewayConfig: Sendable {
     public var routes: [RouteConfig]
     public var limits: LimitsConfig
     public var fraudMetric: FraudMetricConfig?
+    public var deviceCheck: DeviceCheckConfig?
     public var logging: LoggingConfig
 
     public init(
@@ -25,7 +26,8 @@ public struct GatewayConfig: Sendable {
         attestation: AttestationConfig = AttestationConfig(), store: StoreConfig = .memory,
         trust: TrustConfig = TrustConfig(), upstreams: [String: UpstreamConfig],
         routes: [RouteConfig], limits: LimitsConfig = LimitsConfig(),
-        fraudMetric: FraudMetricConfig? = nil, logging: LoggingConfig = LoggingConfig()
+        fraudMetric: FraudMetricConfig? = nil, deviceCheck: DeviceCheckConfig? = nil,
+        logging: LoggingConfig = LoggingConfig()
     ) {
         self.listeners = listeners
         self.admin = admin
@@ -37,6 +39,7 @@ public struct GatewayConfig: Sendable {
         self.routes = routes
         self.limits = limits
         self.fraudMetric = fraudMetric
+        self.deviceCheck = deviceCheck
         self.logging = logging
     }
 }

@@ -13,6 +13,11 @@ public final class GatewaySnapshot: Sendable {
     public let trustHeaders: TrustHeaderBuilder
     /// Lower-cased names of the three assertion headers.
     let assertionHeadersLower: [[UInt8]]
+    /// The strictest mode of any route, and whether one route alone has it:
+    /// a request whose path selects that route as received needs no other
+    /// reading (`select`), which is every request of a passthrough-only table.
+    private let strictestRank: Int
+    private let strictestIsUnique: Bool
 
     /// Verifier, trust anchors and trust-header signer of this configuration
     /// (always there in a snapshot `build` made; nil only in tests that need none).
@@ -66,6 +71,18 @@ public final class GatewaySnapshot: Sendable {
             prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
         let h = config.attestation.headers
         self.assertionHeadersLower = [h.keyId, h.assertion, h.challenge].map { Array($0.lowercased().utf8) }
+        let ranks = config.routes.map { Self.rank($0.mode) }
+        let strictest = ranks.max() ?? -1
+        self.strictestRank = strictest
+        self.strictestIsUnique = ranks.filter { $0 == strictest }.count == 1
+    }
+
+    private static func rank(_ mode: PolicyMode) -> Int {
+        switch mode {
+        case .passthrough: return 0
+        case .monitor: return 1
+        case .enforce: return 2
+        }
     }
 
     /// First match wins; nil when no route matches (→ 404 no-route).
@@ -89,16 +106,14 @@ public final class GatewaySnapshot: Sendable {
     /// `enforce` routes with their own settings) cannot be told apart: refused.
     public func select(method: String, path: Substring) -> RouteSelection {
         let raw = routeIndex(method: method, path: path.utf8)
+        func rank(_ i: Int?) -> Int { i.map { Self.rank(config.routes[$0].mode) } ?? -1 }
+        // Nothing can outrank the strictest mode, and two routes can only be
+        // ambiguous above passthrough: the other readings cannot change this.
+        if let raw, rank(raw) == strictestRank, strictestRank == 0 || strictestIsUnique {
+            return .route(config.routes[raw])
+        }
         var best = raw
         var ambiguous = false
-        func rank(_ i: Int?) -> Int {
-            guard let i else { return -1 }
-            switch config.routes[i].mode {
-            case .passthrough: return 0
-            case .monitor: return 1
-            case .enforce: return 2
-            }
-        }
         func weigh(_ i: Int?) {
             if rank(i) > rank(best) {
                 best = i

@@ -242,11 +242,48 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
     }
 
     mutating func add(name: String, value: String) {
+        let copied = name.utf8.withContiguousStorageIfAvailable { n in
+            value.utf8.withContiguousStorageIfAvailable { v in writeField(n, v) }
+        }
+        if let ok = copied ?? nil {
+            if !ok { isValid = false }
+            return
+        }
+        // Strings without contiguous UTF-8 (bridged): check, then copy.
         if !(Self.isToken(name) && Self.isFieldValue(value)) { isValid = false }
         buffer.writeString(name)
         buffer.writeStaticString(": ")
         buffer.writeString(value)
         buffer.writeStaticString("\r\n")
+    }
+
+    /// `name: value\r\n` in one reserved write, every byte checked as it is
+    /// copied (one pass over each, instead of a validation pass and four
+    /// writes): false when the name is not a token or the value has a
+    /// control character.
+    private mutating func writeField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = name.count + value.count + 4
+        var ok = !name.isEmpty
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
+            var i = 0
+            for b in name {
+                if !ASCII.isTokenByte(b) { ok = false }
+                out[i] = b
+                i += 1
+            }
+            out[i] = UInt8(ascii: ":")
+            out[i + 1] = UInt8(ascii: " ")
+            i += 2
+            for b in value {
+                if b < 0x20 ? b != 0x09 : b == 0x7F { ok = false }
+                out[i] = b
+                i += 1
+            }
+            out[i] = UInt8(ascii: "\r")
+            out[i + 1] = UInt8(ascii: "\n")
+            return count
+        }
+        return ok
     }
 
     mutating func add(name: String, list: String?, last: String) {

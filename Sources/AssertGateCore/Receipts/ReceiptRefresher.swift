@@ -56,8 +56,8 @@ final class ReceiptRefresher: @unchecked Sendable {
     let eventLoop: EventLoop
     private let store: any Store
     /// Production keys go to `production`, development keys to `development`.
-    private let production: AppleDataClient
-    private let development: AppleDataClient
+    private let production: AppleHTTPSClient
+    private let development: AppleHTTPSClient
     private let token: DeviceCheckToken
     private let anchors: TrustAnchors
     private let clockSkew: Int64
@@ -80,7 +80,7 @@ final class ReceiptRefresher: @unchecked Sendable {
     private var inFlight: EventLoopFuture<Void>?
 
     init(
-        eventLoop: EventLoop, store: any Store, production: AppleDataClient, development: AppleDataClient,
+        eventLoop: EventLoop, store: any Store, production: AppleHTTPSClient, development: AppleHTTPSClient,
         token: DeviceCheckToken,
         anchors: TrustAnchors, clockSkew: Int64, settings: Settings, threadPool: NIOThreadPool,
         metrics: GatewayMetrics?, logger: Logger, clock: @escaping @Sendable () -> Int64 = UnixClock.now
@@ -295,7 +295,7 @@ final class ReceiptRefresher: @unchecked Sendable {
     }
 
     private func handle(
-        _ response: AppleDataClient.Response, _ keyId: [UInt8], _ source: ReceiptRefreshSource, host: String
+        _ response: AppleHTTPSClient.Response, _ keyId: [UInt8], _ source: ReceiptRefreshSource, host: String
     ) -> EventLoopFuture<ReceiptRefreshResult> {
         let now = clock()
         switch response.status {

@@ -147,17 +147,17 @@ public final class GatewayServer: Sendable {
         } catch {
             throw StartError(description: "fraudMetric: \(error)")
         }
-        guard let production = AppleDataClient(baseURL: fraud.baseURL, tls: tls) else {
+        guard let production = AppleHTTPSClient(baseURL: fraud.baseURL, tls: tls) else {
             throw StartError(description: "fraudMetric.baseURL: '\(fraud.baseURL)' is not https://host[:port]")
         }
-        guard let development = AppleDataClient(baseURL: fraud.developmentBaseURL, tls: tls) else {
+        guard let development = AppleHTTPSClient(baseURL: fraud.developmentBaseURL, tls: tls) else {
             throw StartError(description: "fraudMetric.developmentBaseURL: '\(fraud.developmentBaseURL)' is not https://host[:port]")
         }
         let token: DeviceCheckToken
         do {
             token = try DeviceCheckToken(pem: fraud.privateKey.value, teamId: fraud.teamId, keyId: fraud.keyId)
         } catch {
-            throw StartError(description: "\(error)")
+            throw StartError(description: "fraudMetric.privateKey: \(error)")
         }
         let settings = ReceiptRefresher.Settings(
             pollEvery: fraud.pollEvery, refreshEvery: fraud.refreshEvery.nanoseconds / 1_000_000_000)

@@ -100,7 +100,7 @@ final class UpstreamConnection {
         handler.flush()
         requestDone = true
         if !responseDone, responseDeadline == nil {
-            responseDeadline = .now() + responseTimeout
+            responseDeadline = channel.eventLoop.now + responseTimeout
         }
         maybeRelease()
     }
@@ -120,7 +120,7 @@ final class UpstreamConnection {
     /// response timeout from now (the sweep closes it then, as for a late head).
     func drainForLeavingClient() {
         draining = true
-        let due = NIODeadline.now() + responseTimeout
+        let due = channel.eventLoop.now + responseTimeout
         if responseDeadline.map({ $0 > due }) ?? true { responseDeadline = due }
     }
 

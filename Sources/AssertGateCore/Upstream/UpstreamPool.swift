@@ -125,7 +125,7 @@ final class UpstreamPool {
     }
 
     private func sweep() {
-        let now = NIODeadline.now()
+        let now = eventLoop.now
         var timedOut: [UpstreamConnection] = []
         for c in inflight {
             if let d = c.responseDeadline, d <= now {
@@ -435,9 +435,12 @@ final class EndpointPool {
             w.delegate.upstreamLeased(c)
             return
         }
-        c.idleSince = .now()
+        c.idleSince = pool.eventLoop.now
         idle.append(c)
     }
+
+    /// Kept-alive connections waiting for an exchange.
+    var idleCount: Int { idle.count }
 
     func connectionClosed(_ c: UpstreamConnection) {
         total -= 1

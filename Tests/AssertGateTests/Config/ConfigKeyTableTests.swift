@@ -58,6 +58,7 @@ import Testing
             top["routes"] = "[{match: {prefix: /}, upstream: api, mode: enforce, rules: {\(block): {deviceBits: {\(entry)}}}}]"
         case "limits": top["limits"] = "{\(entry)}"
         case "fraudMetric": top["fraudMetric"] = "{\(entry)}"
+        case "deviceCheck": top["deviceCheck"] = "{\(entry)}"
         case "logging": top["logging"] = "{\(entry)}"
         default:
             Issue.record("no test file for section path '\(path)': add one here")

@@ -129,6 +129,31 @@ import Testing
         #expect(mode(s, "GET", "/health") == "passthrough")
     }
 
+    /// `select` skips the other readings when the path as received already
+    /// selects the one strictest route: the answers must be those of the full walk.
+    @Test func theShortCutGivesTheFullWalksAnswer() {
+        func table(_ modes: [PolicyMode]) -> GatewaySnapshot {
+            let prefixes = ["/a/", "/b/", "/"]
+            return GatewaySnapshot(
+                config: GatewayConfig(listeners: [], apps: [], upstreams: [:], routes: zip(prefixes, modes).map {
+                    RouteConfig(match: RouteMatch(kind: .prefix($0.0)), upstream: $0.0, mode: $0.1)
+                }))
+        }
+        // Passthrough only: every path as received.
+        let open = table([.passthrough, .passthrough, .passthrough])
+        #expect(mode(open, "GET", "/a/../b/x") == "passthrough")
+        #expect(open.route(method: "GET", path: "/A/x")?.upstream == "/")
+        if case .route(let r) = open.select(method: "GET", path: "/A/x") { #expect(r.upstream == "/") }
+        // One enforce route, selected as received: no reading can change it.
+        let one = table([.enforce, .monitor, .passthrough])
+        #expect(mode(one, "GET", "/a/x") == "enforce")
+        // Selected as received but not the strictest: the readings still decide.
+        #expect(mode(one, "GET", "/A/x") == "enforce")
+        // Two enforce routes: the short cut must not hide the ambiguity.
+        let two = table([.enforce, .enforce, .passthrough])
+        #expect(mode(two, "GET", "/a/../b/x") == "ambiguous")
+    }
+
     @Test func everydayPathsKeepTheirRoute() {
         let s = productionLike()
         for (method, path, expected) in [

@@ -51,6 +51,8 @@ import Testing
         #expect(head(client: HTTPHeaders([("X-Bad", "a\r\nInjected: 1")])) == nil)
         #expect(head(client: HTTPHeaders([("X-Nul", "a\u{0}b")])) == nil)
         #expect(head(client: HTTPHeaders([("Bad Name", "v")])) == nil)
+        #expect(head(client: HTTPHeaders([("X-Del", "a\u{7F}")])) == nil)
+        #expect(head(client: HTTPHeaders([("X-Ctl", "a\u{1}")])) == nil)
         #expect(head(target: "/a b", client: HTTPHeaders()) == nil)
         #expect(head(method: "G(T", client: HTTPHeaders()) == nil)
         #expect(head(client: HTTPHeaders([("X-Tab", "a\tb"), ("X-Utf8", "é")])) != nil)

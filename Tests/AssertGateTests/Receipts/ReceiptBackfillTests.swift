@@ -14,7 +14,7 @@ import Verifier
         let token = try DeviceCheckToken(pem: try TestKeys.ecPrivateKeyPEM(), teamId: "T", keyId: "K")
         let tls = try TLSClientContext(caFile: nil, certificatePath: nil, privateKeyPath: nil)
         // Never contacted: backfill only touches the store.
-        let apple = try #require(AppleDataClient(baseURL: "https://127.0.0.1:1", tls: tls))
+        let apple = try #require(AppleHTTPSClient(baseURL: "https://127.0.0.1:1", tls: tls))
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
         let refresher = ReceiptRefresher(

@@ -1,3 +1,4 @@
+import AppleMock
 import AssertGateCore
 import AssertGateTestSupport
 import DeviceSim
@@ -27,7 +28,7 @@ final class EnforcementHarness: @unchecked Sendable {
     let receiptCA: ReceiptCA
     let configPath: String
     /// With `Options.receiptRefresh`: the Apple data endpoint the gateway refreshes receipts with.
-    let apple: FakeAppleDataServer?
+    let apple: AppleMockServer?
     /// With `Options.redisCluster`: the cluster the gateway stores into.
     let cluster: RedisClusterFixture?
     /// Its DeviceCheck key (PKCS#8 PEM), for checking the tokens it received.
@@ -48,12 +49,12 @@ final class EnforcementHarness: @unchecked Sendable {
         var caDirectory: String?
         /// Redis behind TLS (client certificate required), reached with `rediss://`.
         var redisTLS = false
-        /// `fraudMetric` pointing at a `FakeAppleDataServer` (schedule polled every 50 ms).
+        /// `fraudMetric` pointing at a `AppleMockServer` (schedule polled every 50 ms).
         var receiptRefresh = false
         /// A three-master Redis Cluster (`store.redis.cluster`) instead of one server.
         var redisCluster = false
         /// The fake Apple endpoint answers a connection's first request only
-        /// and closes it at the next (`FakeAppleDataServer.dropIdle`).
+        /// and closes it at the next (`AppleMockServer.dropIdle`).
         var appleDropsKeptConnections = false
         /// `rules:` of the main app (`appId`), a YAML flow mapping (risk.md §2).
         var appRules: String?
@@ -95,18 +96,24 @@ final class EnforcementHarness: @unchecked Sendable {
         }
         let upstream = try await TestUpstream()
         let deadPort = try ReservedPort()
-        var apple: FakeAppleDataServer?
+        var apple: AppleMockServer?
         var fraudMetric = ""
         if options.receiptRefresh {
             let pki = try await TestPKI.shared.value
-            let server = try await FakeAppleDataServer(
-                pki: pki, receiptCA: receiptCA, receiptRoot: caDir + "/receipt-root.cert.pem",
-                dropIdle: options.appleDropsKeptConnections)
-            apple = server
             let keyPath = directory + "/AuthKey_\(deviceCheckKeyId).p8"
             let made = try await Run.tool(
                 "openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyPath])
             guard made.status == 0 else { throw HarnessError("openssl genpkey: \(made.stderr)") }
+            let publicKey = try await Run.tool("openssl", ["pkey", "-in", keyPath, "-pubout"])
+            guard publicKey.status == 0 else { throw HarnessError("openssl pkey: \(publicKey.stderr)") }
+            var mock = AppleMockOptions(certificatePath: pki.serverCertificate, privateKeyPath: pki.serverKey)
+            // The refresher's JWTs are checked as Apple would.
+            mock.jwtPublicKeyPEM = publicKey.stdout
+            mock.receipts = .init(
+                signer: receiptCA, anchors: try TrustAnchors(pemFiles: [caDir + "/receipt-root.cert.pem"]))
+            mock.dropIdle = options.appleDropsKeptConnections
+            let server = try await AppleMockServer(mock)
+            apple = server
             fraudMetric = """
                 fraudMetric:
                   {teamId: \(teamId), keyId: \(deviceCheckKeyId), privateKey: {file: \(keyPath)},
@@ -170,7 +177,7 @@ final class EnforcementHarness: @unchecked Sendable {
 
     private init(
         redis: RedisServerFixture, upstream: TestUpstream, server: GatewayServer, directory: String, ca: TestCA,
-        receiptCA: ReceiptCA, configPath: String, apple: FakeAppleDataServer?, cluster: RedisClusterFixture?,
+        receiptCA: ReceiptCA, configPath: String, apple: AppleMockServer?, cluster: RedisClusterFixture?,
         deadPort: ReservedPort
     ) {
         self.deadPort = deadPort

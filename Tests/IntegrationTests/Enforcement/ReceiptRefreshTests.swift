@@ -1,3 +1,4 @@
+import AppleMock
 import AssertGateTestSupport
 import AssertGateCore
 import DeviceSim
@@ -37,7 +38,7 @@ extension Integration {
         @Test func aRefreshedRiskMetricReachesTheUpstreamAndTheRoutePolicy() async throws {
             let h = try await EnforcementHarness.start(.init(receiptRefresh: true))
             let apple = try #require(h.apple)
-            apple.script([.receipt(riskMetric: 7, notBeforeInSeconds: 86_400)])
+            apple.script([.receipt(riskMetric: 7, notBeforeInSeconds: 86_400)], for: .attestationData)
             let device = try h.newDevice()
             let before = Int64(Date().timeIntervalSince1970)
             #expect(try await h.attest(device).status == 201)
@@ -83,8 +84,8 @@ extension Integration {
         @Test func everyAnswerOfAppleEndsWhereItShould() async throws {
             let h = try await EnforcementHarness.start(.init(receiptRefresh: true))
             let apple = try #require(h.apple)
-            func attestAndWait(_ answer: FakeAppleDataServer.Answer, result: String) async throws -> SimDevice {
-                apple.script([answer])
+            func attestAndWait(_ answer: AppleMockAnswer, result: String) async throws -> SimDevice {
+                apple.script([answer], for: .attestationData)
                 let seen = apple.requests.count
                 let counted = try await metric(h, result)
                 let device = try h.newDevice()
@@ -96,18 +97,18 @@ extension Integration {
             let now = { Int64(Date().timeIntervalSince1970) }
 
             // 304: too early; tried again later, nothing stored.
-            let early = try await attestAndWait(.status(304), result: "too-early")
+            let early = try await attestAndWait(.status(304, ""), result: "too-early")
             #expect(try scheduled(h, early).map { $0 >= now() + 3500 } == true)
             #expect(try h.redis.run(["HGET", "ag:{\(early.keyIdBase64URL)}:key", "risk"]).isNull)
 
             // 404 (no data left at Apple) and 400 (wrong environment): off the schedule.
-            let gone = try await attestAndWait(.status(404), result: "no-data")
+            let gone = try await attestAndWait(.status(404, ""), result: "no-data")
             #expect(try scheduled(h, gone) == nil)
-            let wrong = try await attestAndWait(.status(400), result: "rejected")
+            let wrong = try await attestAndWait(.status(400, ""), result: "rejected")
             #expect(try scheduled(h, wrong) == nil)
 
             // 500: retried later.
-            let failing = try await attestAndWait(.status(500), result: "failed")
+            let failing = try await attestAndWait(.status(500, ""), result: "failed")
             #expect(try scheduled(h, failing).map { $0 >= now() + 800 } == true)
 
             // A receipt signed by someone else: not stored, tried again a refresh period later.
@@ -116,7 +117,7 @@ extension Integration {
             #expect(try scheduled(h, forged).map { $0 >= now() + 3500 } == true)
 
             // 401: every refresh pauses; the key waits for the pause.
-            let refused = try await attestAndWait(.status(401), result: "unauthorized")
+            let refused = try await attestAndWait(.status(401, ""), result: "unauthorized")
             #expect(try scheduled(h, refused).map { $0 >= now() + 500 } == true)
             try await h.stop()
         }

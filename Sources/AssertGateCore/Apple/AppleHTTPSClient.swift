@@ -3,14 +3,16 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// POSTs to Apple's App Attest data endpoint (`baseURL` is
-/// `https://host[:port]`) over TLS, the server verified like any `rediss://`
-/// Redis (`TLSClientContext`). Connections are kept alive between requests
-/// (up to `maxIdle`, each for `idleTimeout`): a fleet refreshing many keys
-/// would otherwise pay a TLS handshake per key. A kept connection that the
-/// server closed in the meantime fails before any answer arrives; the
-/// request is then sent once more on a new connection.
-final class AppleDataClient: Sendable {
+/// The one HTTPS/1.1 client for Apple's hosts (`baseURL` is
+/// `https://host[:port]`): the App Attest data endpoint of receipt refresh and
+/// the DeviceCheck API. The server is verified like any `rediss://` Redis
+/// (`TLSClientContext`). Connections are kept alive between requests (up to
+/// `maxIdle`, each for `idleTimeout`): a fleet refreshing many keys, or a
+/// gateway asking DeviceCheck on every request, would otherwise pay a TLS
+/// handshake per call. A kept connection that the server closed in the
+/// meantime fails before any answer arrives; the request is then sent once
+/// more on a new connection. Answers are read up to `maxBody` bytes.
+final class AppleHTTPSClient: Sendable {
     struct Response: Sendable {
         var status: Int
         var body: [UInt8]
@@ -22,7 +24,7 @@ final class AppleDataClient: Sendable {
         /// Closed before any byte of the answer: on a kept connection, the
         /// server may have closed it while it was idle.
         case closedBeforeAnswer
-        case bodyTooLarge
+        case bodyTooLarge(Int)
         case connect(String)
 
         var description: String {
@@ -30,21 +32,23 @@ final class AppleDataClient: Sendable {
             case .timedOut: return "no complete answer in time"
             case .closedEarly: return "connection closed before the answer was complete"
             case .closedBeforeAnswer: return "connection closed before an answer"
-            case .bodyTooLarge: return "answer larger than \(AppleDataClient.maxBody) bytes"
+            case .bodyTooLarge(let limit): return "answer larger than \(limit) bytes"
             case .connect(let why): return why
             }
         }
     }
 
     /// A refreshed receipt is a few KiB of base64.
-    static let maxBody = 64 * 1024
+    static let defaultMaxBody = 64 * 1024
     static let maxIdle = 4
     static let idleTimeout = TimeAmount.seconds(30)
 
     let host: String
     let port: Int
     let tls: TLSClientContext
+    /// For a call that names none.
     let timeout: TimeAmount
+    let maxBody: Int
     private let idle = NIOLockedValueBox<[(channel: any Channel, since: NIODeadline)]>([])
     private let opened = NIOLockedValueBox(0)
 
@@ -52,7 +56,7 @@ final class AppleDataClient: Sendable {
     var connectionsOpened: Int { opened.withLockedValue { $0 } }
 
     /// `baseURL` as validated by the config loader: `https://host[:port]`.
-    init?(baseURL: String, tls: TLSClientContext, timeout: TimeAmount = .seconds(15)) {
+    init?(baseURL: String, tls: TLSClientContext, timeout: TimeAmount = .seconds(15), maxBody: Int = defaultMaxBody) {
         guard baseURL.hasPrefix("https://") else { return nil }
         var rest = String(baseURL.dropFirst("https://".count))
         if rest.hasSuffix("/") { rest.removeLast() }
@@ -62,17 +66,37 @@ final class AppleDataClient: Sendable {
         self.port = hp.port
         self.tls = tls
         self.timeout = timeout
+        self.maxBody = maxBody
     }
 
-    func post(path: String, authorization: String, body: [UInt8], on loop: EventLoop) -> EventLoopFuture<Response> {
-        let request = Request(path: path, authorization: authorization, body: body, hostHeader: hostHeader)
-        if let kept = takeIdle(on: loop) {
-            return exchange(request, on: kept, loop: loop).flatMapError { error in
-                guard case ClientError.closedBeforeAnswer = error else { return loop.makeFailedFuture(error) }
-                return self.connect(on: loop).flatMap { self.exchange(request, on: $0, loop: loop) }
+    /// POSTs `body` to `path`. The whole call (connect, handshake, answer)
+    /// has `timeout` (the client's when nil).
+    func post(
+        path: String, authorization: String, contentType: String? = nil, body: [UInt8], timeout: TimeAmount? = nil,
+        on loop: EventLoop
+    ) -> EventLoopFuture<Response> {
+        // A kept connection is driven with its pipeline's sync operations: on its loop.
+        guard loop.inEventLoop else {
+            return loop.flatSubmit {
+                self.post(
+                    path: path, authorization: authorization, contentType: contentType, body: body, timeout: timeout,
+                    on: loop)
             }
         }
-        return connect(on: loop).flatMap { self.exchange(request, on: $0, loop: loop) }
+        let deadline = NIODeadline.now() + (timeout ?? self.timeout)
+        let request = Request(
+            path: path, authorization: authorization, contentType: contentType, body: body, hostHeader: hostHeader)
+        if let kept = takeIdle(on: loop) {
+            return exchange(request, on: kept, deadline: deadline, loop: loop).flatMapError { error in
+                guard case ClientError.closedBeforeAnswer = error else { return loop.makeFailedFuture(error) }
+                return self.connect(on: loop, deadline: deadline).flatMap {
+                    self.exchange(request, on: $0, deadline: deadline, loop: loop)
+                }
+            }
+        }
+        return connect(on: loop, deadline: deadline).flatMap {
+            self.exchange(request, on: $0, deadline: deadline, loop: loop)
+        }
     }
 
     /// Closes the kept connections.
@@ -87,6 +111,7 @@ final class AppleDataClient: Sendable {
     private struct Request: Sendable {
         var path: String
         var authorization: String
+        var contentType: String?
         var body: [UInt8]
         var hostHeader: String
     }
@@ -136,20 +161,23 @@ final class AppleDataClient: Sendable {
         }
     }
 
-    /// A new TLS connection, its handshake done (a refused certificate is
-    /// reported with OpenSSL's reason).
-    private func connect(on loop: EventLoop) -> EventLoopFuture<any Channel> {
+    /// A new TLS connection, its handshake done by `deadline` (a refused
+    /// certificate is reported with OpenSSL's reason).
+    private func connect(on loop: EventLoop, deadline: NIODeadline) -> EventLoopFuture<any Channel> {
         let host = self.host
         let tls = self.tls
+        let maxBody = self.maxBody
+        let remaining = deadline - .now()
+        guard remaining > .zero else { return loop.makeFailedFuture(ClientError.timedOut) }
         opened.withLockedValue { $0 += 1 }
         return ClientBootstrap(group: loop)
-            .connectTimeout(timeout)
+            .connectTimeout(remaining)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(OpenSSLHandler(client: tls, serverName: host))
                     try sync.addHTTPClientHandlers()
-                    try sync.addHandler(ResponseCollector())
+                    try sync.addHandler(AppleResponseCollector(maxBody: maxBody))
                 }
             }
             .connect(host: self.host, port: self.port)
@@ -157,29 +185,35 @@ final class AppleDataClient: Sendable {
                 loop.makeFailedFuture(ClientError.connect("cannot connect to \(host): \(error)"))
             }
             .flatMap { channel in
-                OpenSSLHandler.clientHandshake(on: channel, deadline: .now() + self.timeout).map { channel }
-                    .flatMapErrorThrowing { error in throw ClientError.connect("TLS to \(host): \(error)") }
+                OpenSSLHandler.clientHandshake(on: channel, deadline: deadline).map { channel }
+                    .flatMapErrorThrowing { error in
+                        channel.close(promise: nil)
+                        throw ClientError.connect("TLS to \(host): \(error)")
+                    }
             }
     }
 
     /// One request and its answer on `channel`; the channel is kept for the
     /// next request when the answer allows it, closed otherwise.
-    private func exchange(_ request: Request, on channel: any Channel, loop: EventLoop) -> EventLoopFuture<Response> {
+    private func exchange(
+        _ request: Request, on channel: any Channel, deadline: NIODeadline, loop: EventLoop
+    ) -> EventLoopFuture<Response> {
         let promise = loop.makePromise(of: Response.self)
-        let deadline = loop.scheduleTask(in: timeout) { promise.fail(ClientError.timedOut) }
+        let timer = loop.scheduleTask(deadline: deadline) { promise.fail(ClientError.timedOut) }
         do {
-            let collector = try channel.pipeline.syncOperations.handler(type: ResponseCollector.self)
+            let collector = try channel.pipeline.syncOperations.handler(type: AppleResponseCollector.self)
             collector.expect(promise)
             let bound = NIOLoopBound(collector, eventLoop: loop)
             var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: request.path)
             head.headers.add(name: "Host", value: request.hostHeader)
             head.headers.add(name: "Authorization", value: request.authorization)
+            if let type = request.contentType { head.headers.add(name: "Content-Type", value: type) }
             head.headers.add(name: "Content-Length", value: String(request.body.count))
             channel.write(HTTPClientRequestPart.head(head), promise: nil)
             channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: request.body))), promise: nil)
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
             promise.futureResult.whenComplete { result in
-                deadline.cancel()
+                timer.cancel()
                 if case .success = result, bound.value.keepAlive, channel.isActive {
                     self.putIdle(channel)
                 } else {
@@ -187,74 +221,10 @@ final class AppleDataClient: Sendable {
                 }
             }
         } catch {
-            deadline.cancel()
+            timer.cancel()
             channel.close(promise: nil)
             promise.fail(ClientError.closedBeforeAnswer)
         }
         return promise.futureResult
-    }
-}
-
-/// Gathers the answer to the request in flight (bounded) and completes its
-/// promise at the answer's end, or fails it when the connection ends first
-/// (before any byte: `closedBeforeAnswer`); a TLS failure names OpenSSL's
-/// reason. One request at a time per connection.
-private final class ResponseCollector: ChannelInboundHandler {
-    typealias InboundIn = HTTPClientResponsePart
-
-    private var promise: EventLoopPromise<AppleDataClient.Response>?
-    private var status = 0
-    private var body: [UInt8] = []
-    private var started = false
-    /// Whether the last complete answer lets the connection be reused.
-    private(set) var keepAlive = false
-
-    func expect(_ promise: EventLoopPromise<AppleDataClient.Response>) {
-        self.promise = promise
-        status = 0
-        body = []
-        started = false
-        keepAlive = false
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            started = true
-            status = Int(head.status.code)
-            keepAlive = head.isKeepAlive
-        case .body(let buffer):
-            guard body.count + buffer.readableBytes <= AppleDataClient.maxBody else {
-                fail(AppleDataClient.ClientError.bodyTooLarge)
-                context.close(promise: nil)
-                return
-            }
-            body += buffer.readableBytesView
-        case .end:
-            let done = promise
-            promise = nil
-            done?.succeed(AppleDataClient.Response(status: status, body: body))
-        }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let tls = error as? TLSConnectionError {
-            fail(AppleDataClient.ClientError.connect("TLS: \(tls.reason)"))
-        } else {
-            fail(error)
-        }
-        context.close(promise: nil)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        fail(started ? AppleDataClient.ClientError.closedEarly : AppleDataClient.ClientError.closedBeforeAnswer)
-        context.fireChannelInactive()
-    }
-
-    private func fail(_ error: any Error) {
-        let p = promise
-        promise = nil
-        keepAlive = false
-        p?.fail(error)
     }
 }

@@ -1,23 +1,30 @@
 import COpenSSL
 import Foundation
+import NIOConcurrencyHelpers
 import Verifier
 
 /// The `Authorization` token of Apple's App Attest data endpoint
-/// (app-attest.md §4): a JWT signed ES256 with the team's DeviceCheck key,
-/// header `{alg: ES256, kid: keyId}`, claims `{iss: teamId, iat: now}`.
+/// (app-attest.md §4) and of the DeviceCheck API (devicecheck.md): a JWT
+/// signed ES256 with the team's DeviceCheck key, header `{alg: ES256, kid:
+/// keyId}`, claims `{iss: teamId, iat: now}` (Apple's APNs provider-token
+/// recipe).
 ///
 /// Apple accepts a token for up to an hour and asks that it not be re-signed
 /// for every request, so one token is kept for `reuseFor` seconds.
-/// Loop-confined (owned by the refresher); frees its key in deinit.
-final class DeviceCheckToken {
+///
+/// Thread safety: the `EVP_PKEY` is never mutated after init and each
+/// signature has its own `EVP_MD_CTX` (OpenSSL 3 allows that from many
+/// threads); the cached token is behind a lock. Frees its key in deinit.
+final class DeviceCheckToken: @unchecked Sendable {
     enum KeyError: Error, Equatable, CustomStringConvertible {
         case unreadable(String)
         case notP256
 
         var description: String {
             switch self {
-            case .unreadable(let why): return "fraudMetric.privateKey: not a PEM private key (\(why))"
-            case .notP256: return "fraudMetric.privateKey: must be an EC P-256 key (Apple's .p8 DeviceCheck key)"
+            // The caller names the setting: "fraudMetric.privateKey: \(error)".
+            case .unreadable(let why): return "not a PEM private key (\(why))"
+            case .notP256: return "must be an EC P-256 key (Apple's .p8 DeviceCheck key)"
             }
         }
     }
@@ -27,7 +34,7 @@ final class DeviceCheckToken {
     let reuseFor: Int64
     /// `EVP_PKEY *`, owned.
     private let key: OpaquePointer
-    private var cached: (token: String, issuedAt: Int64)?
+    private let cached = NIOLockedValueBox<(token: String, issuedAt: Int64)?>(nil)
 
     init(pem: String, teamId: String, keyId: String, reuseFor: Int64 = 1200) throws(KeyError) {
         OpenSSLErrorQueue.clear()
@@ -59,14 +66,20 @@ final class DeviceCheckToken {
     /// A token issued at most `reuseFor` seconds before `now`; nil only if
     /// OpenSSL cannot sign (out of memory).
     func token(now: Int64) -> String? {
-        if let cached, now - cached.issuedAt < reuseFor, now >= cached.issuedAt { return cached.token }
+        let reuseFor = self.reuseFor
+        let kept = cached.withLockedValue { c -> String? in
+            guard let c, now - c.issuedAt < reuseFor, now >= c.issuedAt else { return nil }
+            return c.token
+        }
+        if let kept { return kept }
+        // Signed outside the lock: two threads may both sign once; either token is good.
         guard let token = sign(issuedAt: now) else { return nil }
-        cached = (token, now)
+        cached.withLockedValue { $0 = (token, now) }
         return token
     }
 
     /// Forgets the cached token (after a 401: sign a fresh one next time).
-    func invalidate() { cached = nil }
+    func invalidate() { cached.withLockedValue { $0 = nil } }
 
     func sign(issuedAt: Int64) -> String? {
         let header = JSONText.object([("alg", JSONText.quoted("ES256")), ("kid", JSONText.quoted(keyId))])

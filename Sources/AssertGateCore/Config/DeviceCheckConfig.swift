@@ -1,0 +1,31 @@
+import NIOCore
+
+/// `deviceCheck:` (devicecheck.md): Apple's DeviceCheck API, called with the
+/// team's DeviceCheck key. `teamId`, `keyId` and `privateKey` default to
+/// `fraudMetric`'s (one Apple key serves both).
+public struct DeviceCheckConfig: Sendable {
+    public static let productionURL = "https://api.devicecheck.apple.com"
+    public static let developmentURL = "https://api.development.devicecheck.apple.com"
+    /// A request waits on DeviceCheck: longer than this is never right.
+    public static let maxTimeout = TimeAmount.seconds(30)
+
+    public var teamId: String
+    public var keyId: String
+    public var privateKey: Secret
+    public var baseURL: String = productionURL
+    public var developmentBaseURL: String = developmentURL
+    /// The host for a request whose key's environment is not known.
+    public var environment: AppEnvironment = .production
+    /// Per call, connection and answer included.
+    public var timeout: TimeAmount = .seconds(2)
+    /// How long a queued bit update is retried before it is dropped.
+    public var updateRetryFor: TimeAmount = .hours(1)
+    /// PEM CA certificates for Apple's server; nil = the system trust store.
+    public var caFile: String?
+
+    public init(teamId: String, keyId: String, privateKey: Secret) {
+        self.teamId = teamId
+        self.keyId = keyId
+        self.privateKey = privateKey
+    }
+}
