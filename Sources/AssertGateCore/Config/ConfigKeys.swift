@@ -45,7 +45,10 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .secret: return ["file", "env"]
         case .app: return ["appId", "environments", "rules"]
         case .attestation:
-            return ["prefix", "challengeTTL", "challengeRate", "trustAnchors", "receiptTrustAnchors", "clockSkew", "headers"]
+            return [
+                "prefix", "challengeTTL", "challengeRate", "rampUp", "trustAnchors", "receiptTrustAnchors", "clockSkew",
+                "headers",
+            ]
         case .rate: return ["perSecond", "burst"]
         case .assertionHeaders: return ["keyId", "assertion", "challenge", "deviceToken"]
         case .store: return ["memory", "redis"]
@@ -100,7 +103,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .secret: return ["<secret>"]
         case .app: return ["apps[]"]
         case .attestation: return ["attestation"]
-        case .rate: return ["attestation.challengeRate", "limits.streamResetRate"]
+        case .rate: return ["attestation.challengeRate", "attestation.rampUp", "limits.streamResetRate"]
         case .assertionHeaders: return ["attestation.headers"]
         case .store: return ["store"]
         case .memoryStore: return ["store.memory"]

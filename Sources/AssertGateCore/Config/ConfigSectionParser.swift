@@ -248,6 +248,7 @@ struct ConfigSectionParser {
         if let rate = view["challengeRate"].flatMap({ rateConfig($0, path: "attestation.challengeRate") }) {
             a.challengeRate = rate
         }
+        a.rampUp = view["rampUp"].flatMap { rateConfig($0, path: "attestation.rampUp") }
         a.trustAnchors = pemList(view, "trustAnchors")
         a.receiptTrustAnchors = pemList(view, "receiptTrustAnchors")
         if let skew = reader.duration(view, "clockSkew", allowZero: true) { a.clockSkew = skew }

@@ -28,6 +28,7 @@ public enum ConfigSummary {
         let a = config.attestation
         out.append("attestation: prefix \(a.prefix), challengeTTL \(DurationParser.format(a.challengeTTL)), "
             + "challengeRate \(rate(a.challengeRate)), clockSkew \(DurationParser.format(a.clockSkew))")
+        out.append("  rampUp: \(a.rampUp.map { rate($0) + " attest challenges, shared by every gateway on the store" } ?? "off (attest challenges not limited beyond challengeRate)")")
         out.append("  headers: \(a.headers.keyId), \(a.headers.assertion), \(a.headers.challenge)")
         out.append("  trustAnchors: \(a.trustAnchors.isEmpty ? "Apple App Attestation Root CA" : "REPLACED by " + a.trustAnchors.joined(separator: ", "))")
         out.append("  receiptTrustAnchors: \(a.receiptTrustAnchors.isEmpty ? "Apple Root CA - G3" : "REPLACED by " + a.receiptTrustAnchors.joined(separator: ", "))")

@@ -25,6 +25,9 @@ extension GatewayConfig {
         // receipt refresh: say so rather than let an operator believe risk is checked.
         out += RulesSummary.warnings(self)
         out += methodFallThroughWarnings
+        if case .memory = store, attestation.rampUp != nil {
+            out.append("attestation.rampUp with store memory: the budget is this process's only, not shared with other gateways")
+        }
         if case .memory = store, routes.contains(where: { $0.mode != .passthrough }) {
             out.append("store is memory: keys and counters live in this process only and are lost on restart")
         }

@@ -152,6 +152,9 @@ public struct AttestationConfig: Sendable {
     public var prefix: String = "/assertgate/v1"
     public var challengeTTL: TimeAmount = .seconds(120)
     public var challengeRate = RateConfig(perSecond: 20, burst: 40)
+    /// `attestation.rampUp` (risk.md §4): `attest` challenges per second
+    /// across every gateway on the store; nil = no limit.
+    public var rampUp: RateConfig?
     /// PEM file paths; empty = Apple's App Attestation Root CA only.
     public var trustAnchors: [String] = []
     /// PEM file paths; empty = Apple Root CA - G3 only.

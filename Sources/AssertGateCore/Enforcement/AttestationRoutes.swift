@@ -74,12 +74,38 @@ public final class AttestationRoutes: LocalHandler {
         } catch {
             return eventLoop.makeSucceededFuture(problem(error, request))
         }
+        guard parsed.purpose == .attest, let rampUp = context.rampUp else {
+            return issue(parsed, request, context)
+        }
+        // risk.md §4: the shared budget first; a refused challenge stores nothing.
+        return store.takeAttestChallengeBudget(rate: rampUp)
+            .hop(to: eventLoop)
+            .assumeIsolated()
+            .flatMap { budget -> EventLoopFuture<LocalResponse> in
+                if case .limited(let retry) = budget {
+                    self.metrics?.attestChallengesRampLimited.inc()
+                    return self.eventLoop.makeSucceededFuture(
+                        self.problem(Rejection(.rateLimited, retryAfter: retry), request))
+                }
+                return self.issue(parsed, request, context)
+            }
+            .recover { _ in
+                self.metrics?.storeErrors.inc()
+                return self.problem(Rejection(.storeUnavailable), request)
+            }
+            .nonisolated()
+    }
+
+    private func issue(_ parsed: ChallengeRequest, _ request: ProxyRequest, _ context: EnforcementContext)
+        -> EventLoopFuture<LocalResponse>
+    {
         let challenge = StoreChallenge.generate()
         let ttl = context.challengeTTL
         return store.issueChallenge(keyId: parsed.keyId, purpose: parsed.purpose, challenge: challenge, ttl: ttl)
             .hop(to: eventLoop)
             .assumeIsolated()
             .map { _ in
+                if parsed.purpose == .attest { self.metrics?.attestChallengesIssued.inc() }
                 let seconds = ttl.nanoseconds / 1_000_000_000
                 let json = JSONText.object([("challenge", JSONText.quoted(challenge)), ("expiresIn", "\(seconds)")])
                 return self.json(200, json, extraHeaders: [("Cache-Control", "no-store")])

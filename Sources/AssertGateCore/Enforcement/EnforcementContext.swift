@@ -16,6 +16,8 @@ public final class EnforcementContext: Sendable {
     public let prefix: String
     public let challengeTTL: TimeAmount
     public let challengeRate: RateConfig
+    /// The shared budget of `attest` challenges (risk.md §4); nil = none.
+    public let rampUp: RateConfig?
     /// `fraudMetric` is configured: new keys go on the receipt-refresh schedule.
     public let refreshesReceipts: Bool
 
@@ -59,6 +61,7 @@ public final class EnforcementContext: Sendable {
         self.prefix = a.prefix
         self.challengeTTL = a.challengeTTL
         self.challengeRate = a.challengeRate
+        self.rampUp = a.rampUp
         self.refreshesReceipts = refreshesReceipts ?? (config.fraudMetric != nil)
     }
 }

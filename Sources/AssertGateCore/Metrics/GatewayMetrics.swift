@@ -52,6 +52,11 @@ public final class GatewayMetrics: Sendable {
     /// the category's name, `missing`, or `other` for unnamed numbers (bounded).
     public let verifiedRequests: MetricFamilyOf<Counter>
 
+    /// `assertgate_attest_challenges_total{result}` (risk.md §4): `attest`
+    /// challenges issued, and refused past the ramp-up budget.
+    public let attestChallengesIssued: Counter
+    public let attestChallengesRampLimited: Counter
+
     private let rejectionByReason: [ReasonToken: Counter]
     private let unverifiedByReason: [ReasonToken: Counter]
 
@@ -127,6 +132,12 @@ public final class GatewayMetrics: Sendable {
             "assertgate_verified_requests_total",
             help: "Requests forwarded with trust=verified, by route (its upstream), key environment and launch category.",
             labelNames: ["route", "environment", "launch_category"])
+        let attestChallenges = registry.counter(
+            "assertgate_attest_challenges_total",
+            help: "Challenges of purpose attest: issued, or refused (429) past attestation.rampUp.",
+            labelNames: ["result"])
+        attestChallengesIssued = attestChallenges.labels("issued")
+        attestChallengesRampLimited = attestChallenges.labels("ramp-limited")
         var malformed: [String: Counter] = [:]
         for key in AuthenticatorExtensions.knownKeys { malformed[key] = malformedExtensions.labels(key) }
         malformedByKey = malformed

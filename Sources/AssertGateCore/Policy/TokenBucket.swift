@@ -3,8 +3,8 @@ import NIOConcurrencyHelpers
 /// A token bucket: `burst` tokens, refilled at `perSecond`. Time is passed in
 /// (monotonic nanoseconds) so tests need no clock.
 public struct TokenBucket: Sendable {
-    public let perSecond: Double
-    public let burst: Double
+    public private(set) var perSecond: Double
+    public private(set) var burst: Double
     private var tokens: Double
     private var lastNanos: UInt64
 
@@ -26,6 +26,15 @@ public struct TokenBucket: Sendable {
         guard perSecond > 0 else { return .limited(retryAfterSeconds: 60) }
         let wait = (1 - tokens) / perSecond
         return .limited(retryAfterSeconds: max(1, Int(wait.rounded(.up))))
+    }
+
+    /// A new rate from now on: the tokens left are kept, capped at the new
+    /// burst (a reload neither refills the bucket nor keeps the old debt
+    /// longer than the new rate takes to repay it).
+    public mutating func retune(perSecond: Double, burst: Int) {
+        self.perSecond = perSecond
+        self.burst = Double(max(burst, 1))
+        tokens = min(tokens, self.burst)
     }
 
     /// True when the bucket is full again, so a limiter can forget it.

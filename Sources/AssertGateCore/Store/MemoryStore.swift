@@ -70,6 +70,12 @@ public final class MemoryStore: Store, StoreProvider {
         /// The last complete backfill walk: when, and until when it counts.
         var walk: (at: Int64, until: Int64)?
         var sweepAt = 1024
+        /// The attestation ramp-up bucket and the rate it was made for.
+        var ramp: (rate: RateConfig, bucket: TokenBucket)?
+        /// H(device token) → when its record expires.
+        var deviceTokens: [[UInt8]: NIODeadline] = [:]
+        var deviceTokenSweepAt = 1024
+        var bitUpdates = MemoryBitUpdateQueue()
 
         /// Takes the challenge if it is live and has `purpose`; a wrong purpose leaves it.
         mutating func consume(_ id: ChallengeID, purpose: ChallengePurpose, now: NIODeadline) -> Bool {
@@ -292,6 +298,57 @@ public final class MemoryStore: Store, StoreProvider {
 
     public func recordBackfillWalk(at: Int64, validFor: Int64) -> EventLoopFuture<Void> {
         answer { state, _ in state.walk = (at, at + max(1, validFor)) }
+    }
+
+    // MARK: ramp-up, DeviceCheck
+
+    public func takeAttestChallengeBudget(rate: RateConfig) -> EventLoopFuture<TokenBucket.TakeResult> {
+        answer { state, now in
+            let nanos = now.uptimeNanoseconds
+            var bucket = state.ramp?.bucket ?? TokenBucket(perSecond: rate.perSecond, burst: rate.burst, nowNanos: nanos)
+            if state.ramp?.rate != rate { bucket.retune(perSecond: rate.perSecond, burst: rate.burst) }
+            let result = bucket.take(nowNanos: nanos)
+            state.ramp = (rate, bucket)
+            return result
+        }
+    }
+
+    public func claimDeviceToken(hash: [UInt8], ttl: TimeAmount) -> EventLoopFuture<Bool> {
+        answer { state, now in
+            try DeviceTokenHash.check(hash)
+            if let expires = state.deviceTokens[hash], expires > now { return false }
+            if state.deviceTokens.count >= state.deviceTokenSweepAt {
+                state.deviceTokens = state.deviceTokens.filter { $0.value > now }
+                state.deviceTokenSweepAt = max(1024, state.deviceTokens.count * 2)
+            }
+            state.deviceTokens[hash] = now + ttl
+            return true
+        }
+    }
+
+    public func enqueueDeviceBitUpdate(_ update: DeviceBitUpdate) -> EventLoopFuture<Void> {
+        answer { state, _ in
+            try update.validate()
+            state.bitUpdates.enqueue(update)
+        }
+    }
+
+    public func claimDeviceBitUpdates(nowMillis: Int64, leaseMillis: Int64, limit: Int)
+        -> EventLoopFuture<[DeviceBitUpdate]>
+    {
+        answer { state, _ in state.bitUpdates.claim(now: nowMillis, lease: leaseMillis, limit: limit) }
+    }
+
+    public func ackDeviceBitUpdate(id: String) -> EventLoopFuture<Void> {
+        answer { state, _ in state.bitUpdates.ack(id: id) }
+    }
+
+    public func retryDeviceBitUpdate(_ update: DeviceBitUpdate, atMillis: Int64) -> EventLoopFuture<Bool> {
+        answer { state, _ in state.bitUpdates.retry(update, at: atMillis) }
+    }
+
+    public func deviceBitQueueDepth() -> EventLoopFuture<Int> {
+        answer { state, _ in state.bitUpdates.depth }
     }
 
     /// The scheduled refresh time of a key (for tests).

@@ -141,5 +141,5 @@ enum RedisStoreScripts {
 
     static let all: [RedisScript] = [
         commit, clusterCommit, register, revoke, revokeOfUser, receipt, claimRefreshes, raiseUserKeyCount,
-    ]
+    ] + [rampUp] + deviceCheck
 }

@@ -109,6 +109,45 @@ public protocol Store: AnyObject, Sendable {
     /// Revokes every key of `userId`; their records after revocation, or nil
     /// for an unknown user. Each key is revoked atomically on its own slot.
     func revokeUser(userId: String) -> EventLoopFuture<[KeyRecord]?>
+
+    // Attestation ramp-up (risk.md §4): one budget of `attest` challenges
+    // shared by every gateway on the store.
+
+    /// Takes one challenge from the budget `rate` describes (a token bucket
+    /// of `rate.burst` refilled at `rate.perSecond`), in one atomic step on
+    /// the store's own clock (Redis `TIME`), so gateways with skewed clocks
+    /// share one budget. `.limited` carries the whole seconds (≥ 1) until
+    /// the bucket allows one more. A changed `rate` applies from the next take.
+    func takeAttestChallengeBudget(rate: RateConfig) -> EventLoopFuture<TokenBucket.TakeResult>
+
+    // DeviceCheck (risk.md §3).
+
+    /// Records `hash` (H(device token), 32 bytes) for `ttl`: true when it was
+    /// not recorded yet (the token's first use), false for a replay. Only the
+    /// hash is stored.
+    func claimDeviceToken(hash: [UInt8], ttl: TimeAmount) -> EventLoopFuture<Bool>
+
+    /// Queues `update`, due at once. Enqueuing an id already queued changes
+    /// nothing (a retried write does not duplicate the update).
+    func enqueueDeviceBitUpdate(_ update: DeviceBitUpdate) -> EventLoopFuture<Void>
+
+    /// Updates due at `nowMillis` (unix ms), earliest first, at most `limit`,
+    /// each leased to the caller until `nowMillis + leaseMillis` and its
+    /// `attempts` raised by one, in one atomic step: two gateways never claim
+    /// the same update within a lease, and an update whose claimer dies is
+    /// due again when the lease ends.
+    func claimDeviceBitUpdates(nowMillis: Int64, leaseMillis: Int64, limit: Int) -> EventLoopFuture<[DeviceBitUpdate]>
+
+    /// Removes the update for good (delivered, or dropped); unknown ids are ignored.
+    func ackDeviceBitUpdate(id: String) -> EventLoopFuture<Void>
+
+    /// Makes a claimed update due again at `atMillis` (backoff). Only the
+    /// latest claim may: false (nothing changed) when the update is gone or
+    /// was claimed again since `update` was (its lease had ended).
+    func retryDeviceBitUpdate(_ update: DeviceBitUpdate, atMillis: Int64) -> EventLoopFuture<Bool>
+
+    /// Updates in the queue: due, leased or waiting for a retry (for a metric).
+    func deviceBitQueueDepth() -> EventLoopFuture<Int>
 }
 
 /// The most keys a user listing or bulk revoke touches (an account with more

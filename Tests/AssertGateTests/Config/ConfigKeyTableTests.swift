@@ -32,6 +32,7 @@ import Testing
         case "apps[]": top["apps"] = "[{appId: ABCDE12345.com.example.app, \(entry)}]"; present = ["appId"]
         case "attestation": top["attestation"] = "{\(entry)}"
         case "attestation.challengeRate": top["attestation"] = "{challengeRate: {\(entry)}}"
+        case "attestation.rampUp": top["attestation"] = "{rampUp: {\(entry)}}"
         case "attestation.headers": top["attestation"] = "{headers: {\(entry)}}"
         case "limits.streamResetRate": top["limits"] = "{streamResetRate: {\(entry)}}"
         case "store": top["store"] = "{\(entry)}"

@@ -187,6 +187,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(c.listeners[0].tls?.certificate == dir.path + "/certs/tls.crt")
         #expect(c.admin.token?.value == "token-from-file")
         #expect(c.routes.count >= 3)
+        #expect(c.attestation.rampUp == RateConfig(perSecond: 50, burst: 100))
         guard case .redis = c.store else {
             Issue.record("production example must use redis")
             return
@@ -689,6 +690,27 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(errors(minimalYAML + "attestation: {prefix: /x/}\n") == [
             "config.yaml:8: attestation.prefix: '/x/' must not end with '/'"
         ])
+    }
+
+    /// risk.md §4: absent = no limit; the same checks as any rate.
+    @Test func attestationRampUp() throws {
+        #expect(try load(minimalYAML).attestation.rampUp == nil)
+        let c = try load(minimalYAML + "attestation: {rampUp: {perSecond: 0.5, burst: 100}}\n")
+        #expect(c.attestation.rampUp == RateConfig(perSecond: 0.5, burst: 100))
+        #expect(ConfigSummary.render(c).contains("  rampUp: 0.5/s burst 100 attest challenges, shared by every gateway on the store"))
+        #expect(c.warnings.contains { $0.hasPrefix("attestation.rampUp with store memory") })
+        #expect(ConfigSummary.render(try load(minimalYAML)).contains("  rampUp: off"))
+        #expect(errors(minimalYAML + "attestation: {rampUp: {perSecond: 0, burst: 0}}\n") == [
+            "config.yaml:8: attestation.rampUp.perSecond: must be greater than 0, got 0",
+            "config.yaml:8: attestation.rampUp.burst: must be at least 1, got 0",
+        ])
+        #expect(errors(minimalYAML + "attestation: {rampUp: {perSecond: 5}}\n") == [
+            "config.yaml:8: missing required key 'burst' in attestation.rampUp"
+        ])
+        #expect(errors(minimalYAML + "attestation: {rampUp: 50}\n") == [
+            "config.yaml:8: attestation.rampUp: expected a mapping, got '50'"
+        ])
+        #expect(errors(minimalYAML + "attestation: {rampUp: {perSecond: 5, burst: 5, perMinute: 1}}\n").count == 1)
     }
 
     @Test func trustFraudMetricAndLoggingChecks() {

@@ -43,6 +43,8 @@ final class EnforcementHarness: @unchecked Sendable {
 
     struct Options {
         var challengeRate = "{perSecond: 1000, burst: 1000}"
+        /// `attestation.rampUp` (a YAML flow mapping); nil = none.
+        var rampUp: String?
         /// Existing CA directory (root.cert.pem, receipt-root.cert.pem) instead of fresh CAs.
         var caDirectory: String?
         /// Redis behind TLS (client certificate required), reached with `rediss://`.
@@ -144,6 +146,7 @@ final class EnforcementHarness: @unchecked Sendable {
               trustAnchors: [\(caDir)/root.cert.pem]
               receiptTrustAnchors: [\(caDir)/receipt-root.cert.pem]
               challengeRate: \(options.challengeRate)
+            \(options.rampUp.map { "  rampUp: \($0)" } ?? "")
             store:
               redis: \(store)
             trust: {signingSecret: \(signingSecret)}
