@@ -1,3 +1,4 @@
+import GatewayTLS
 import AssertGateCore
 import DeviceSim
 import NIOConcurrencyHelpers

@@ -1,3 +1,4 @@
+import AssertGateRedis
 import NIOCore
 import Verifier
 

@@ -1,3 +1,4 @@
+import AssertGateRedis
 import NIOCore
 
 /// Attestation ramp-up on Redis (risk.md §4, docs/redis.md): one key,

@@ -1,3 +1,5 @@
+import AssertGateRedis
+
 /// The scripts of the DeviceCheck bit-update queue (docs/redis.md): each
 /// touches the queue's three keys, under one hash tag, so one slot.
 extension RedisStoreScripts {

@@ -1,3 +1,5 @@
+import AssertGateRedis
+
 /// Attestation ramp-up (risk.md §4, docs/redis.md): one key, so one slot.
 extension RedisStoreScripts {
     /// `TokenBucket` on the server: KEYS[1] = ag:ramp:attest, a hash of

@@ -1,3 +1,4 @@
+import GatewayTLS
 import AppleMock
 import AssertGateTestSupport
 import Foundation
