@@ -251,6 +251,12 @@ public final class AssertionGate: RequestGate {
 }
 
 public enum UnixClock {
+    @Sendable public static func nowMillis() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
     @Sendable public static func now() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)

@@ -15,21 +15,25 @@ final class DeviceCheckService {
     private let eventLoop: EventLoop
     private let client: DeviceCheckClient
     private let claim: (_ hash: [UInt8]) -> EventLoopFuture<Bool>
+    private let enqueue: (DeviceBitUpdate) -> EventLoopFuture<Void>
     private let defaultEnvironment: AppEnvironment
     private let metrics: DeviceCheckMetrics?
     private let logger: Logger
     private let complaints: DeviceCheckComplaints
 
-    /// `claim`: true when the hash was not yet spent (`Store.claimDeviceToken`).
+    /// `claim`: true when the hash was not yet spent (`Store.claimDeviceToken`);
+    /// `enqueue`: `Store.enqueueDeviceBitUpdate`.
     init(
         eventLoop: EventLoop, client: DeviceCheckClient, defaultEnvironment: AppEnvironment,
-        claim: @escaping (_ hash: [UInt8]) -> EventLoopFuture<Bool>, metrics: DeviceCheckMetrics?, logger: Logger,
+        claim: @escaping (_ hash: [UInt8]) -> EventLoopFuture<Bool>,
+        enqueue: @escaping (DeviceBitUpdate) -> EventLoopFuture<Void>, metrics: DeviceCheckMetrics?, logger: Logger,
         complaints: DeviceCheckComplaints
     ) {
         self.eventLoop = eventLoop
         self.client = client
         self.defaultEnvironment = defaultEnvironment
         self.claim = claim
+        self.enqueue = enqueue
         self.metrics = metrics
         self.logger = logger
         self.complaints = complaints
@@ -50,7 +54,7 @@ final class DeviceCheckService {
     ) -> EventLoopFuture<DeviceCheckOutcome> {
         guard mode != .none else { return eventLoop.makeSucceededFuture(DeviceCheckOutcome(signal: .missing)) }
         guard let token = Self.token(of: request) else {
-            metrics?.calls(mode, "no-token").inc()
+            metrics?.calls(mode.rawValue, "no-token").inc()
             return eventLoop.makeSucceededFuture(DeviceCheckOutcome(signal: .missing))
         }
         // Spent on first presentation, whatever Apple answers (risk.md §6.9).
@@ -71,20 +75,50 @@ final class DeviceCheckService {
         return firstUse.and(answer).map { first, answered in
             let me = bound.value
             let (result, env) = answered
-            me.metrics?.duration(mode).observe(elapsedNanoseconds: (NIODeadline.now() - started).nanoseconds)
+            me.metrics?.duration(mode.rawValue).observe(elapsedNanoseconds: (NIODeadline.now() - started).nanoseconds)
             guard first else {
-                me.metrics?.calls(mode, "reused").inc()
+                me.metrics?.calls(mode.rawValue, "reused").inc()
                 return DeviceCheckOutcome(signal: .reused)
             }
-            me.metrics?.calls(mode, result.metricLabel).inc()
+            me.metrics?.calls(mode.rawValue, result.metricLabel).inc()
             let signal = me.signal(of: result)
             // A token Apple accepted may carry a bit update back (risk.md §3).
             let usable: (token: String, environment: AppEnvironment)? = signal.isValid ? (token, env) : nil
             return DeviceCheckOutcome(signal: signal, acceptedToken: usable)
         }.recover { _ in
             // The claim could not be made (the store): first use is unknown.
-            bound.value.metrics?.calls(mode, "failed").inc()
+            bound.value.metrics?.calls(mode.rawValue, "failed").inc()
             return DeviceCheckOutcome(signal: .unavailable)
+        }
+    }
+
+    /// An upstream's `Set-Device-Bits` (already parsed), queued durably for
+    /// the update worker. nil: nothing to wait for (no token Apple accepted in
+    /// this request: dropped and counted). The future never fails: a store
+    /// that cannot take the update is logged and counted, and the response
+    /// goes on.
+    func queue(_ bits: SetDeviceBits, accepted: (token: String, environment: AppEnvironment)?) -> EventLoopFuture<Void>? {
+        guard let accepted else {
+            metrics?.calls("update", "no-token").inc()
+            return nil
+        }
+        let update = DeviceBitUpdate(
+            deviceToken: accepted.token, environment: accepted.environment, bit0: bits.bit0, bit1: bits.bit1,
+            enqueuedAt: UnixClock.nowMillis())
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        return enqueue(update).hop(to: eventLoop).recover { error in
+            let me = bound.value
+            me.metrics?.calls("update", "failed").inc()
+            me.logger.error("a device bit update could not be queued; it is lost", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// A `Set-Device-Bits` value that is not `bit0=<0|1>`/`bit1=<0|1>`.
+    func malformedUpdate() {
+        metrics?.calls("update", "malformed").inc()
+        complaints.once("malformedUpdate") {
+            logger.warning(
+                "an upstream answered a malformed <prefix>Set-Device-Bits (expected bit0=<0|1> and/or bit1=<0|1>, comma-separated); no update was made (logged once)")
         }
     }
 
@@ -146,6 +180,7 @@ struct DeviceCheckMetrics {
     let family: MetricFamilyOf<Counter>
     let latency: MetricFamilyOf<Histogram>
 
-    func calls(_ mode: DeviceCheckMode, _ result: String) -> Counter { family.labels(mode.rawValue, result) }
-    func duration(_ mode: DeviceCheckMode) -> Histogram { latency.labels(mode.rawValue) }
+    /// `call`: validate, query or update.
+    func calls(_ call: String, _ result: String) -> Counter { family.labels(call, result) }
+    func duration(_ call: String) -> Histogram { latency.labels(call) }
 }

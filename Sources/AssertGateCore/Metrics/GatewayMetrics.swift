@@ -27,6 +27,7 @@ public final class GatewayMetrics: Sendable {
     /// `assertgate_devicecheck_calls_total{call, result}` (risk.md §3).
     public let deviceCheckCalls: MetricFamilyOf<Counter>
     public let deviceCheckDuration: MetricFamilyOf<Histogram>
+    public let deviceCheckQueueDepth: Gauge
     /// Redis Cluster only: redirects followed and slot-map reads.
     public let redisCluster: RedisClusterMetrics
 
@@ -102,6 +103,10 @@ public final class GatewayMetrics: Sendable {
             "assertgate_devicecheck_duration_seconds",
             help: "Time a request's DeviceCheck work took (the first-use claim and Apple's answer, together).",
             labelNames: ["call"])
+        deviceCheckQueueDepth = registry.gauge(
+            "assertgate_devicecheck_update_queue_depth",
+            help: "DeviceCheck bit updates queued in the store and not yet delivered (all gateways on the store).")
+            .labels()
         let redirects = registry.counter(
             "assertgate_redis_cluster_redirects_total",
             help: "Redis Cluster answers the client followed: MOVED, ASK, TRYAGAIN.", labelNames: ["kind"])

@@ -80,6 +80,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// The request carries assertion headers (risk.md §6.17): judged by them,
     /// never by `fallback: device`.
     private var asserted = false
+    /// The upstream's response, held back until the bit update it asked for
+    /// is queued in the store (risk.md §3: before the head goes out).
+    private var heldResponse: (head: UpstreamResponseHead, parts: [ByteBuffer], ended: Bool)?
 
     static let maxDiscardBytes = 256 << 10
 
@@ -484,6 +487,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         if queued > 0, !exchange.clientIsGone { sink.requestBodyConsumed(queued) }
         bodyBuffer = nil
         bufferedForUpstream = nil
+        heldResponse = nil
         releaseBufferReservation()
         guard !exchange.responseStarted else { return fail() }
         record.rejection = rejection
@@ -596,14 +600,88 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
-        guard case .forwarding = stage else { return }
+        guard case .forwarding(let conn) = stage else { return }
+        var head = head
+        if let setBits = Self.removeTrustFields(&head, prefix: snapshot.trustPrefixLower),
+            let queued = queueBitUpdate(setBits)
+        {
+            heldResponse = (head, [], false)
+            conn.pauseReads()
+            let bound = NIOLoopBound(self, eventLoop: worker.eventLoop)
+            queued.whenComplete { _ in bound.value.releaseHeldResponse() }
+            return
+        }
         exchange.startResponse(status: head.status)
         sink.sendUpstreamResponseHead(head, requestId: request.requestId)
+    }
+
+    /// Marks every field whose name has the trust prefix as not forwarded: an
+    /// upstream's answer can never speak for the gateway. Returns the value of
+    /// `<prefix>Set-Device-Bits` when there is one. Names are lower-cased by
+    /// the parser; the head is copied only when such a field exists.
+    static func removeTrustFields(_ head: inout UpstreamResponseHead, prefix: [UInt8]) -> ArraySlice<UInt8>? {
+        func isTrust(_ f: UpstreamResponseHead.Field) -> Bool {
+            f.nameLength >= prefix.count && head.bytes[f.nameStart..<f.nameStart + prefix.count].elementsEqual(prefix)
+        }
+        guard head.fields.contains(where: { $0.forward && isTrust($0) }) else { return nil }
+        let setBits = Array("set-device-bits".utf8)
+        var value: ArraySlice<UInt8>?
+        for i in head.fields.indices where head.fields[i].forward && isTrust(head.fields[i]) {
+            let f = head.fields[i]
+            head.fields[i].forward = false
+            let rest = head.bytes[f.nameStart + prefix.count..<f.nameStart + f.nameLength]
+            if value == nil, rest.elementsEqual(setBits) {
+                value = head.bytes[f.valueStart..<f.valueStart + f.valueLength]
+            }
+        }
+        return value
+    }
+
+    /// The upstream asked for a bit update: queued for the update worker, or
+    /// dropped and counted (no DeviceCheck, no token Apple accepted here, a
+    /// malformed value). nil: nothing to wait for.
+    private func queueBitUpdate(_ value: ArraySlice<UInt8>) -> EventLoopFuture<Void>? {
+        guard let service = worker.deviceCheck else { return nil }
+        guard let bits = SetDeviceBits(parsing: value) else {
+            service.malformedUpdate()
+            return nil
+        }
+        return service.queue(bits, accepted: device?.acceptedToken)
+    }
+
+    /// The update is queued (or could not be): the response goes on.
+    private func releaseHeldResponse() {
+        guard let held = heldResponse else { return }
+        heldResponse = nil
+        switch stage {
+        case .forwarding(let conn):
+            exchange.startResponse(status: held.head.status)
+            sink.sendUpstreamResponseHead(held.head, requestId: request.requestId)
+            for part in held.parts { sink.sendResponseBody(part) }
+            if held.ended {
+                exchange.endResponse()
+                report()
+                sink.sendResponseEnd()
+                return finish()
+            }
+            if sink.isCongested, exchange.pause() { return }
+            conn.resumeReads()
+        case .draining(let conn, _):
+            // The client left meanwhile: the drain reads on (or is over).
+            if held.ended { return finish() }
+            conn.resumeReads()
+        default:
+            return
+        }
     }
 
     func upstreamResponseBody(_ buffer: ByteBuffer) {
         switch stage {
         case .forwarding(let conn):
+            if heldResponse != nil {
+                heldResponse?.parts.append(buffer)
+                return
+            }
             sink.sendResponseBody(buffer)
             if sink.isCongested, exchange.pause() { conn.pauseReads() }
         case .draining(let conn, let discarded):
@@ -622,11 +700,19 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     func upstreamResponseEnd() {
         switch stage {
         case .forwarding:
+            if heldResponse != nil {
+                heldResponse?.ended = true
+                return
+            }
             exchange.endResponse()
             report()
             sink.sendResponseEnd()
             finish()
         case .draining:
+            if heldResponse != nil {
+                heldResponse?.ended = true
+                return
+            }
             finish()
         default:
             return

@@ -19,6 +19,8 @@ public final class GatewayServer: Sendable {
     /// The refresher's own thread: TLS handshakes with Apple and receipt
     /// parsing never run on a worker loop that serves requests.
     private let refresherGroup: MultiThreadedEventLoopGroup?
+    /// Delivers queued DeviceCheck bit updates (with a `deviceCheck:` section).
+    private let updater: NIOLoopBound<DeviceBitUpdater>?
     /// What a reload cannot change (admin address, store, receipt refresh): compared to warn.
     private let startedConfig: GatewayConfig
     private let group: MultiThreadedEventLoopGroup
@@ -104,14 +106,26 @@ public final class GatewayServer: Sendable {
                 ]
             },
             makeObserver: { _ in RequestObservers([MetricsObserver(metrics: metrics), RequestLog(logger: logger)]) })
+        var updater: NIOLoopBound<DeviceBitUpdater>?
         if let client = deviceCheckClient, let dc = config.deviceCheck {
             let complaints = DeviceCheckComplaints()
             let dcMetrics = DeviceCheckMetrics(family: metrics.deviceCheckCalls, latency: metrics.deviceCheckDuration)
+            let loop = group.next()
+            let settings = DeviceBitUpdater.Settings(retryFor: dc.updateRetryFor)
+            let depth = metrics.deviceCheckQueueDepth
+            updater = try? await loop.submit {
+                NIOLoopBound(
+                    DeviceBitUpdater(
+                        loop: loop, store: stores.store(for: loop), client: client, settings: settings, metrics: dcMetrics,
+                        depth: depth, logger: logger, complaints: complaints),
+                    eventLoop: loop)
+            }.get()
             hooks.makeDeviceCheck = { loop in
                 let store = stores.store(for: loop)
                 return DeviceCheckService(
                     eventLoop: loop, client: client, defaultEnvironment: dc.environment,
-                    claim: { store.claimDeviceToken(hash: $0, ttl: DeviceCheckService.spentFor) }, metrics: dcMetrics,
+                    claim: { store.claimDeviceToken(hash: $0, ttl: DeviceCheckService.spentFor) },
+                    enqueue: { store.enqueueDeviceBitUpdate($0) }, metrics: dcMetrics,
                     logger: logger, complaints: complaints)
             }
         }
@@ -153,10 +167,11 @@ public final class GatewayServer: Sendable {
         }
         let server = GatewayServer(
             configPath: configPath, ports: ports, adminPort: admin.port, metrics: metrics, gateway: gateway,
-            admin: admin, stores: stores, refresher: refresher, refresherGroup: refresherGroup,
+            admin: admin, stores: stores, refresher: refresher, refresherGroup: refresherGroup, updater: updater,
             startedConfig: config, group: group, threadPool: threadPool, logger: logger)
         serverBox.withLockedValue { $0 = server }
         refresher?.start()
+        if let updater { updater.eventLoop.execute { updater.value.start() } }
         return server
     }
 
@@ -203,11 +218,12 @@ public final class GatewayServer: Sendable {
     private init(
         configPath: String, ports: [Int], adminPort: Int, metrics: GatewayMetrics, gateway: Gateway,
         admin: AdminServer, stores: any StoreProvider, refresher: ReceiptRefresher?,
-        refresherGroup: MultiThreadedEventLoopGroup?, startedConfig: GatewayConfig,
-        group: MultiThreadedEventLoopGroup,
+        refresherGroup: MultiThreadedEventLoopGroup?, updater: NIOLoopBound<DeviceBitUpdater>?,
+        startedConfig: GatewayConfig, group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool, logger: Logger
     ) {
         self.refresher = refresher
+        self.updater = updater
         self.refresherGroup = refresherGroup
         self.startedConfig = startedConfig
         self.configPath = configPath
@@ -295,6 +311,9 @@ public final class GatewayServer: Sendable {
         logger.info("shutting down", metadata: ["drainSeconds": "\(drain.nanoseconds / 1_000_000_000)"])
         try? await refresher?.stop().get()
         try? await refresherGroup?.shutdownGracefully()
+        if let updater {
+            try? await updater.eventLoop.flatSubmit { updater.value.stop() }.get()
+        }
         await gateway.shutdown(deadline: .now() + drain)
         try? await admin.close()
         try? await stores.shutdown().get()

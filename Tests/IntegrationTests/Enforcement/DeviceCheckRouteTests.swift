@@ -144,5 +144,109 @@ extension Integration {
             #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="throttled"} 2"#))
             try await h.stop()
         }
+
+        // MARK: bit updates from upstream answers (risk.md §3)
+
+        /// Polls `condition` until it holds (bounded): delivery is asynchronous by design.
+        private func eventually(
+            _ what: String, within seconds: Double = 10, _ condition: () async throws -> Bool
+        ) async throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while try await !condition() {
+                guard Date() < deadline else { throw HarnessError("not within \(seconds) s: \(what)") }
+                try await Task.sleep(for: .milliseconds(25))
+            }
+        }
+
+        private func metric(_ h: EnforcementHarness, _ line: String) async throws -> Bool {
+            try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body.contains(line)
+        }
+
+        @Test func anUpstreamSetsBitsThroughTheGateway() async throws {
+            let h = try await harness()
+            let apple = try #require(h.apple)
+            let r = try await h.send(
+                "GET", "/dc-device/promo", headers: [try token("promo-phone"), ("x-test-set-device-bits", "bit0=1")])
+            #expect(r.status == 200)
+            // Neither the instruction nor any trust-prefixed header reaches the client.
+            #expect(r.headers["x-assertgate-set-device-bits"] == nil)
+            #expect(r.headers["x-assertgate-trust"] == nil)
+            try await eventually("the update reached Apple") { apple.bits(device: "promo-phone")?.bit0 == true }
+            #expect(apple.bits(device: "promo-phone")?.bit1 == false)
+            let updates = apple.requests.filter { $0.endpoint == .update }
+            #expect(updates.count == 1)
+            #expect(updates.first?.bit0 == true)
+            #expect(updates.first?.bit1 == nil)  // only what the upstream asked
+            // The next request from the same device sees the bit (a query route).
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            let headers = try h.assertionHeaders(device, method: "GET", path: "/dc-bits/x", counter: 1, unsigned: true)
+                + [try token("promo-phone")]
+            #expect(try await h.send("GET", "/dc-bits/x", headers: headers).status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Device-Bits"].first?.hasPrefix("bit0=1, bit1=0") == true)
+            try await eventually("the queue is empty again") {
+                try await metric(h, "assertgate_devicecheck_update_queue_depth 0")
+            }
+            #expect(try await metric(h, #"assertgate_devicecheck_calls_total{call="update",result="ok"} 1"#))
+            try await h.stop()
+        }
+
+        @Test func updatesAreRetriedThroughAnOutageAndSurviveARestart() async throws {
+            let h = try await harness()
+            let apple = try #require(h.apple)
+            apple.answerAlways(.status(503, "down"), for: .update)
+            let r = try await h.send(
+                "GET", "/dc-device/a", headers: [try token("restart-phone"), ("x-test-set-device-bits", "bit1=1, bit0=0")])
+            #expect(r.status == 200)
+            try await eventually("two failed attempts") { apple.requests.filter { $0.endpoint == .update }.count >= 2 }
+            // The gateway goes away with the update still owed; a new one delivers it.
+            try await h.restartGateway()
+            apple.reset()
+            // Within the lease of a claim the old gateway may have held (30 s) plus a backoff.
+            try await eventually("the update reached Apple after the restart", within: 45) {
+                let bits = apple.bits(device: "restart-phone")
+                return bits?.bit0 == false && bits?.bit1 == true
+            }
+            try await h.stop()
+        }
+
+        @Test func updatesWithoutAnAcceptedTokenOrMalformedAreNeverSent() async throws {
+            let h = try await harness()
+            let apple = try #require(h.apple)
+            // Monitor, no token: forwarded as missing; the upstream's instruction has no token to use.
+            let missing = try await h.send("GET", "/dc-watch/a", headers: [("x-test-set-device-bits", "bit0=1")])
+            #expect(missing.status == 200)
+            // A refused token is not usable either.
+            _ = try await h.send("GET", "/dc-watch/a", headers: [("AssertGate-Device-Token", "CCCC"), ("x-test-set-device-bits", "bit0=1")])
+            // Malformed instructions.
+            for bad in ["bit0=2", "bit0=1, bit0=0", "bit2=1", "yes"] {
+                let r = try await h.send("GET", "/dc-device/a", headers: [try token("m-\(bad)"), ("x-test-set-device-bits", bad)])
+                #expect(r.status == 200)
+                #expect(r.headers["x-assertgate-set-device-bits"] == nil)
+            }
+            #expect(try await metric(h, #"assertgate_devicecheck_calls_total{call="update",result="no-token"} 2"#))
+            #expect(try await metric(h, #"assertgate_devicecheck_calls_total{call="update",result="malformed"} 4"#))
+            #expect(apple.requests.filter { $0.endpoint == .update }.isEmpty)
+            try await h.stop()
+        }
+
+        @Test func updatesAreDroppedAfterUpdateRetryFor() async throws {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            options.updateRetryFor = "1s"
+            let h = try await EnforcementHarness.start(options)
+            let apple = try #require(h.apple)
+            apple.answerAlways(.status(500, "broken"), for: .update)
+            _ = try await h.send("GET", "/dc-device/a", headers: [try token("late"), ("x-test-set-device-bits", "bit0=1")])
+            try await eventually("dropped after 1 s of failures") {
+                try await metric(h, #"assertgate_devicecheck_calls_total{call="update",result="expired"} 1"#)
+            }
+            // Apple answers again: nothing is left to deliver.
+            apple.answerAlways(.normal, for: .update)
+            let attempts = apple.requests.filter { $0.endpoint == .update }.count
+            #expect(attempts >= 1)
+            #expect(apple.bits(device: "late") == nil)
+            try await h.stop()
+        }
     }
 }

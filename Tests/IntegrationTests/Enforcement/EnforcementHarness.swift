@@ -22,7 +22,7 @@ final class EnforcementHarness: @unchecked Sendable {
     let upstream: TestUpstream
     /// The `dead` upstream's port: held, so nothing answers on it.
     private let deadPort: ReservedPort
-    let server: GatewayServer
+    private(set) var server: GatewayServer
     let directory: String
     let ca: TestCA
     let receiptCA: ReceiptCA
@@ -54,6 +54,8 @@ final class EnforcementHarness: @unchecked Sendable {
         /// `deviceCheck:` pointing at the same `AppleMockServer` (timeout 400 ms),
         /// and the `/dc-…` routes of `deviceCheckRoutes`.
         var deviceCheck = false
+        /// `deviceCheck.updateRetryFor`.
+        var updateRetryFor = "1h"
         /// A three-master Redis Cluster (`store.redis.cluster`) instead of one server.
         var redisCluster = false
         /// The fake Apple endpoint answers a connection's first request only
@@ -122,7 +124,8 @@ final class EnforcementHarness: @unchecked Sendable {
                 deviceCheck = """
                     deviceCheck:
                       {teamId: \(teamId), keyId: \(deviceCheckKeyId), privateKey: {file: \(keyPath)},
-                       baseURL: "\(server.baseURL)", developmentBaseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), timeout: 400ms}
+                       baseURL: "\(server.baseURL)", developmentBaseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), timeout: 400ms,
+                       updateRetryFor: \(options.updateRetryFor)}
 
                     """
             }
@@ -213,6 +216,15 @@ final class EnforcementHarness: @unchecked Sendable {
         "{match: {prefix: /dc-watch/}, upstream: legacy, mode: monitor, bindBody: false, deviceCheck: query, fallback: device}",
         "{match: {prefix: /dc-lenient/}, upstream: legacy, mode: enforce, bindBody: false, deviceCheck: validate, fallback: device, onDeviceCheckError: forward}",
     ]
+
+    /// The gateway stops (what it queued stays in Redis) and a new one starts
+    /// on the same file and Redis, as after a crash and restart.
+    func restartGateway() async throws {
+        await server.shutdown(drain: .zero)
+        var logger = Logger(label: "assertgate.e2e")
+        logger.logLevel = .critical
+        server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
+    }
 
     func stop() async throws {
         await server.shutdown(drain: .seconds(1))

@@ -141,6 +141,10 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
             return
         }
         let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+        // An upstream that sets DeviceCheck bits, and tries to speak for the gateway.
+        echoed = head.headers.first(name: "x-test-set-device-bits").map {
+            [("X-AssertGate-Set-Device-Bits", $0), ("X-AssertGate-Trust", "upstream-spoof")]
+        } ?? []
         switch path {
         case "/hello":
             send(context, body: TestUpstream.hello, type: "application/json")
@@ -170,6 +174,8 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
     }
 
     private var pumping = false
+    /// Response headers the request asked for (`x-test-set-device-bits`).
+    private var echoed: [(String, String)] = []
 
     private func pump(_ context: ChannelHandlerContext) {
         // A flush can fire writability changes re-entrantly: only one pump at a time.
@@ -210,6 +216,7 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
         h.add(name: "connection", value: "x-hop-resp")
         h.add(name: "x-hop-resp", value: "1")
         h.add(name: "keep-alive", value: "timeout=5")
+        for (n, v) in echoed { h.add(name: n, value: v) }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: h))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
