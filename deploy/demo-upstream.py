@@ -2,12 +2,38 @@
 """Demo "legacy API" for the quickstart: an HTTP/1.1 keep-alive server on
 loopback that answers every request with a JSON echo of what it received
 (method, path, headers, body size), so you can see the trust headers
-AssertGate adds. Not for production."""
+AssertGate adds. Not for production.
+
+Under /api/promo/ it also plays a promotion that each device gets once,
+remembered in DeviceCheck's bit 0 (devicecheck.md): when the gateway says
+the device's token is valid (X-AssertGate-Device: valid) and its bits are
+unset or bit0=0 (X-AssertGate-Device-Bits), the answer grants the offer and
+carries X-AssertGate-Set-Device-Bits: bit0=1, which the gateway takes off
+the response and delivers to Apple; with bit0=1 the offer was already
+claimed. The JSON says which ("offer") and what it asked the gateway to set
+("setDeviceBits"), since the app never sees that header."""
 import hashlib
 import json
 import socket
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PROMO_PREFIX = "/api/promo/"
+
+
+def promo(headers):
+    """(offer, bits to set or None) for a request under PROMO_PREFIX."""
+    if headers.get("X-AssertGate-Device") != "valid":
+        return "no-valid-device-token", None
+    bits = headers.get("X-AssertGate-Device-Bits") or ""
+    if bits == "unset":
+        return "granted", "bit0=1"
+    fields = dict(part.split("=", 1) for part in bits.split(", ") if "=" in part)
+    if fields.get("bit0") == "0":
+        return "granted", "bit0=1"
+    if fields.get("bit0") == "1":
+        return "already-claimed", None
+    return "no-device-bits", None
 
 
 class Echo(BaseHTTPRequestHandler):
@@ -30,10 +56,16 @@ class Echo(BaseHTTPRequestHandler):
             "bodyBytes": len(body),
             "bodySha256": hashlib.sha256(body).hexdigest(),
         }
+        set_bits = None
+        if self.path.startswith(PROMO_PREFIX):
+            payload["offer"], set_bits = promo(self.headers)
+            payload["setDeviceBits"] = set_bits
         out = (json.dumps(payload, indent=2) + "\n").encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
+        if set_bits:
+            self.send_header("X-AssertGate-Set-Device-Bits", set_bits)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
