@@ -51,7 +51,7 @@ import Glibc
         defer { run.remove() }
         // Bound and never listening: nothing answers on it, and the gateway's bind fails.
         let taken = try ReservedPort()
-        let ports = try Self.freePorts(3)
+        let ports = try Self.freePorts(4)
         var environment = ProcessInfo.processInfo.environment
         environment["QUICKSTART_BIN"] = bin
         environment["QUICKSTART_RUN"] = run.path
@@ -59,6 +59,7 @@ import Glibc
         environment["ADMIN_PORT"] = String(ports[0])
         environment["UPSTREAM_PORT"] = String(ports[1])
         environment["REDIS_PORT"] = String(ports[2])
+        environment["APPLE_MOCK_PORT"] = String(ports[3])
         environment["READY_SECONDS"] = "30"
 
         // The test runner's threads block SIGTERM, and a child inherits the
@@ -82,18 +83,19 @@ import Glibc
         #expect(result.stderr.contains("127.0.0.1:\(ports[0]) (ADMIN_PORT)"), "\(output)")
         #expect(result.stderr.contains("GATEWAY_PORT=<free port> ADMIN_PORT=<free port> deploy/quickstart.sh"), "\(output)")
 
-        // Redis and the upstream had started; both were stopped, and the gateway is not running.
+        // Redis, the upstream and the Apple mock had started; all were stopped, and the gateway is not running.
         let started = Self.startedPIDs(result.stdout)
-        #expect(Set(started.keys) == ["redis", "upstream", "gateway"], "\(output)")
+        #expect(Set(started.keys) == ["redis", "upstream", "apple-mock", "gateway"], "\(output)")
         for (name, pid) in started {
             #expect(!Self.isRunning(pid), "\(name) (pid \(pid)) is still running")
         }
         #expect(result.stderr.contains("stopped redis (pid \(started["redis"] ?? -1))"), "\(output)")
         #expect(result.stderr.contains("stopped upstream (pid \(started["upstream"] ?? -1))"), "\(output)")
+        #expect(result.stderr.contains("stopped apple-mock (pid \(started["apple-mock"] ?? -1))"), "\(output)")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: run.path).filter { $0.hasSuffix(".pid") }
         #expect(leftovers.isEmpty, "pid files left: \(leftovers)")
         // Nothing answers on the ports the run used any more.
-        for port in [ports[1], ports[2]] {
+        for port in [ports[1], ports[2], ports[3]] {
             let probe = try Subprocess.run("/usr/bin/timeout", ["5", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/\(port)"])
             #expect(probe.status != 0, "something still listens on 127.0.0.1:\(port)")
         }
