@@ -119,7 +119,11 @@ extension Integration {
         }
 
         @Test func appleDownFollowsOnDeviceCheckError() async throws {
-            let h = try await harness()
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            let log = RecordingLogHandler.Lines()
+            options.log = log
+            let h = try await EnforcementHarness.start(options)
             let apple = try #require(h.apple)
             for answer in [AppleMockAnswer.status(503, "down"), .status(429, "slow down"), .stall] {
                 apple.answerAlways(answer, for: .validate)
@@ -137,8 +141,14 @@ extension Integration {
             apple.answerAlways(.status(401, "Unable to verify authorization token"), for: .validate)
             let unauthorized = try await h.send("GET", "/dc-device/a", headers: [try token("f")])
             #expect(unauthorized.json["reason"] as? String == "devicecheck-unavailable")
+            _ = try await h.send("GET", "/dc-device/a", headers: [try token("g")])
+            let keyErrors = log.all.filter { $0.level == .error && $0.text.contains("DeviceCheck refused the gateway's key") }
+            #expect(keyErrors.count == 1, "\(log.all)")
+            #expect(keyErrors.first?.text.contains("deviceCheck.teamId, deviceCheck.keyId and deviceCheck.privateKey") == true)
+            // Never the token or the JWT.
+            #expect(!log.all.contains { $0.text.contains("eyJ") || $0.text.contains("AGDT") })
             let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
-            #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="unauthorized"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="unauthorized"} 2"#))
             // 503 and the stall, on both routes; 429 on both routes.
             #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="failed"} 4"#))
             #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="throttled"} 2"#))
