@@ -95,6 +95,26 @@ extension Integration {
             #expect(missing.status == 401)
             #expect(missing.json["reason"] as? String == "missing-assertion")
 
+            // A valid token a second time: a replay.
+            let first = try token("tablet-2")
+            #expect(try await h.send("GET", "/dc-device/a", headers: [first]).status == 200)
+            let replayed = try await h.send("GET", "/dc-device/a", headers: [first])
+            #expect(replayed.status == 403)
+            #expect(replayed.json["reason"] as? String == "device-token-reused")
+
+            // In monitor: valid is device trust, missing stays missing, reuse is marked.
+            let watchedToken = try token("watch-1")
+            #expect(try await h.send("GET", "/dc-watch/a", headers: [watchedToken]).status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Trust"] == ["device"])
+            #expect(try forwarded(h)["X-AssertGate-Device-Bits"] == ["unset"])
+            #expect(try await h.send("GET", "/dc-watch/a", headers: [watchedToken]).status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Trust"] == ["invalid"])
+            #expect(try forwarded(h)["X-AssertGate-Reason"] == ["device-token-reused"])
+            #expect(try forwarded(h)["X-AssertGate-Device"] == ["reused"])
+            #expect(try await h.send("GET", "/dc-watch/a").status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Trust"] == ["missing"])
+            #expect(try forwarded(h)["X-AssertGate-Device"] == ["missing"])
+
             // In monitor they are forwarded, marked.
             let watched = try await h.send("GET", "/dc-watch/a", headers: [("AssertGate-Device-Token", "BBBB")])
             #expect(watched.status == 200)
