@@ -22,6 +22,7 @@ enum FuzzTarget: UInt8, CaseIterable {
     case valueParsers
     case upstreamResponse
     case routingPath
+    case deviceCheck
 }
 
 /// Aborts with a message libFuzzer shows next to the crash input.
@@ -80,6 +81,7 @@ public func gatewayFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) 
     case .valueParsers: fuzzValueParsers(bytes)
     case .upstreamResponse: fuzzUpstreamResponse(bytes)
     case .routingPath: fuzzRoutingPath(bytes)
+    case .deviceCheck: fuzzDeviceCheck(bytes)
     }
     return 0
 }
@@ -349,6 +351,14 @@ func fuzzUpstreamResponse(_ bytes: [UInt8]) {
                             check(f.nameStart >= 0 && f.nameStart + f.nameLength <= head.bytes.count, "name out of the head")
                             check(f.valueStart >= 0 && f.valueStart + f.valueLength <= head.bytes.count, "value out of the head")
                         }
+                        // An upstream's trust-prefixed fields never reach the client.
+                        var stripped = head
+                        let prefix = Array("x-assertgate-".utf8)
+                        let setBits = RequestPipeline.removeTrustFields(&stripped, prefix: prefix)
+                        stripped.forEachForwarded { name, _ in
+                            check(!name.starts(with: prefix), "a trust-prefixed response field forwarded")
+                        }
+                        if let setBits { _ = SetDeviceBits(parsing: setBits) }
                         head.forEachForwarded { name, value in
                             check(!name.isEmpty && name.allSatisfy { ASCII.isTokenByte($0) && ASCII.lower($0) == $0 }, "forwarded name")
                             check(HopByHop.classify(name) == .other || HopByHop.classify(name) == .contentLength, "hop-by-hop forwarded")
@@ -422,3 +432,29 @@ let fuzzRoutes = GatewaySnapshot(
         RouteConfig(match: RouteMatch(kind: .prefix("/api/")), upstream: "api", mode: .monitor),
         RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "rest", mode: .passthrough),
     ]))
+
+/// Apple's DeviceCheck answers (status from byte 0, the rest the body), and
+/// an upstream's `Set-Device-Bits` value: never trap; a query's 200 is the
+/// bits or unset whatever the body; a parsed instruction round-trips.
+func fuzzDeviceCheck(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let body = Array(bytes.dropFirst())
+    let statuses = [200, 200, 200, 400, 401, 403, 429, 500, 503, 302]
+    let status = statuses[Int(first) % statuses.count]
+    let call = DeviceCheckCall.allCases[Int(first / 16) % DeviceCheckCall.allCases.count]
+    let result = DeviceCheckAnswer.result(of: call, status: status, body: body)
+    if status == 200, call == .query {
+        switch result {
+        case .bits(let b): check(b.lastUpdate.map { $0.utf8.count == 7 } ?? true, "last update not YYYY-MM")
+        case .unset: break
+        default: check(false, "a query's 200 that is neither bits nor unset: \(result)")
+        }
+    }
+    if let bits = SetDeviceBits(parsing: body[...]) {
+        check(bits.bit0 != nil || bits.bit1 != nil, "an instruction without a bit")
+        var parts: [String] = []
+        if let b = bits.bit0 { parts.append("bit0=\(b ? 1 : 0)") }
+        if let b = bits.bit1 { parts.append("bit1=\(b ? 1 : 0)") }
+        check(SetDeviceBits(parsing: Array(parts.joined(separator: ", ").utf8)) == bits, "instruction does not round-trip")
+    }
+}

@@ -184,6 +184,13 @@ put(8, b"\x01HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\nETag: x
 # 9 routing paths
 for s in ("/api/../pay", "/a/%2e%2E/b;x=1//c\\d#f", "/%zz%4", "//", "/a/b/.."):
     put(9, s)
+# 8 again: upstream responses with trust-prefixed fields and a bit update
+put(8, b"\x00HTTP/1.1 200 OK\r\nX-AssertGate-Trust: spoof\r\nX-AssertGate-Set-Device-Bits: bit0=1, bit1=0\r\nContent-Length: 0\r\n\r\n")
+# 10 DeviceCheck: byte 0 = call (high nibble) and status (table index), the rest the answer body
+put(10, bytes([0x14]) + b'{"bit0":true,"bit1":false,"last_update_time":"2026-11"}')
+put(10, bytes([0x14]) + b"Failed to find bit state")
+put(10, bytes([0x03]) + b"Missing or incorrectly formatted device token payload")
+put(10, b"\x00bit0=1, bit1=0")
 PY
     echo "gateway seeds: $(ls "$seeds" | wc -l)"
 

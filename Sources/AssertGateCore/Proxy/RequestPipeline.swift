@@ -189,6 +189,14 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         let heldBack = exchange.isPaused
         guard exchange.clientLeft() else { return }
         stopBodyClock()
+        if let held = heldResponse, case .forwarding(let conn) = stage {
+            // Waiting for a bit update to be queued (it still is). A response
+            // the upstream finished left its connection in the pool: not
+            // ours to touch any more; one still arriving has its reads paused.
+            heldResponse = nil
+            if !held.ended { conn.abandon() }
+            return finish()
+        }
         switch stage {
         case .forwarding(let conn):
             if exchange.requestIsComplete, pendingBody.isEmpty, !conn.isClosed, !heldBack {

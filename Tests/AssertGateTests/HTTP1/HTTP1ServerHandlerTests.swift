@@ -17,14 +17,9 @@ import Testing
         let observer = RecordingObserver()
 
         init(configure: (inout GatewayConfig) -> Void = { _ in }) throws {
-            var config = GatewayConfig(
-                listeners: [], apps: [], upstreams: ["u": UpstreamConfig(endpoints: [])],
-                routes: [RouteConfig(match: RouteMatch(kind: .prefix("/api/")), upstream: "u", mode: .passthrough)])
-            configure(&config)
             let loop = channel.embeddedEventLoop
-            worker = Worker(
-                eventLoop: loop, snapshot: GatewaySnapshot(config: config),
-                hooks: GatewayHooks(makeLocalHandlers: { _ in [] }), logger: Logger(label: "test"))
+            worker = Worker.forTests(on: loop, configure: configure)
+            let config = worker.snapshot.config
             local = EchoLengthHandler(eventLoop: loop)
             worker.localHandlers = [local]
             worker.observer = observer

@@ -43,16 +43,10 @@ final class H2Fixture {
     var writes = 0
 
     init(configure: (inout GatewayConfig) -> Void = { _ in }) throws {
-        var config = GatewayConfig(
-            listeners: [], apps: [], upstreams: ["u": UpstreamConfig(endpoints: [])],
-            routes: [RouteConfig(match: RouteMatch(kind: .prefix("/api/")), upstream: "u", mode: .passthrough)])
-        configure(&config)
         let loop = channel.embeddedEventLoop
         let local = EchoLengthHandler(eventLoop: loop)
         self.local = local
-        worker = Worker(
-            eventLoop: loop, snapshot: GatewaySnapshot(config: config),
-            hooks: GatewayHooks(makeLocalHandlers: { _ in [] }), logger: Logger(label: "test"))
+        worker = Worker.forTests(on: loop, configure: configure)
         worker.localHandlers = [local]
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 4000)).wait()
         try channel.pipeline.syncOperations.addHandler(HTTP2ServerConnection(worker: worker, scheme: "http"))

@@ -61,13 +61,7 @@ final class ScriptedGate: RequestGate {
         let sink = RecordingSink()
 
         init(configure: (inout GatewayConfig) -> Void = { _ in }) {
-            var config = GatewayConfig(
-                listeners: [], apps: [], upstreams: ["u": UpstreamConfig(endpoints: [])],
-                routes: [RouteConfig(match: RouteMatch(kind: .prefix("/api/")), upstream: "u", mode: .enforce)])
-            configure(&config)
-            worker = Worker(
-                eventLoop: loop, snapshot: GatewaySnapshot(config: config), hooks: GatewayHooks(),
-                logger: Logger(label: "test"))
+            worker = Worker.forTests(on: loop, mode: .enforce, configure: configure)
             gate = ScriptedGate(loop: loop)
             worker.gate = gate
             worker.observer = observer

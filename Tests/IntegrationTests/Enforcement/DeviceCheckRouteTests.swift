@@ -95,6 +95,26 @@ extension Integration {
             #expect(missing.status == 401)
             #expect(missing.json["reason"] as? String == "missing-assertion")
 
+            // A valid token a second time: a replay.
+            let first = try token("tablet-2")
+            #expect(try await h.send("GET", "/dc-device/a", headers: [first]).status == 200)
+            let replayed = try await h.send("GET", "/dc-device/a", headers: [first])
+            #expect(replayed.status == 403)
+            #expect(replayed.json["reason"] as? String == "device-token-reused")
+
+            // In monitor: valid is device trust, missing stays missing, reuse is marked.
+            let watchedToken = try token("watch-1")
+            #expect(try await h.send("GET", "/dc-watch/a", headers: [watchedToken]).status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Trust"] == ["device"])
+            #expect(try forwarded(h)["X-AssertGate-Device-Bits"] == ["unset"])
+            #expect(try await h.send("GET", "/dc-watch/a", headers: [watchedToken]).status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Trust"] == ["invalid"])
+            #expect(try forwarded(h)["X-AssertGate-Reason"] == ["device-token-reused"])
+            #expect(try forwarded(h)["X-AssertGate-Device"] == ["reused"])
+            #expect(try await h.send("GET", "/dc-watch/a").status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Trust"] == ["missing"])
+            #expect(try forwarded(h)["X-AssertGate-Device"] == ["missing"])
+
             // In monitor they are forwarded, marked.
             let watched = try await h.send("GET", "/dc-watch/a", headers: [("AssertGate-Device-Token", "BBBB")])
             #expect(watched.status == 200)
@@ -119,7 +139,11 @@ extension Integration {
         }
 
         @Test func appleDownFollowsOnDeviceCheckError() async throws {
-            let h = try await harness()
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            let log = RecordingLogHandler.Lines()
+            options.log = log
+            let h = try await EnforcementHarness.start(options)
             let apple = try #require(h.apple)
             for answer in [AppleMockAnswer.status(503, "down"), .status(429, "slow down"), .stall] {
                 apple.answerAlways(answer, for: .validate)
@@ -137,8 +161,14 @@ extension Integration {
             apple.answerAlways(.status(401, "Unable to verify authorization token"), for: .validate)
             let unauthorized = try await h.send("GET", "/dc-device/a", headers: [try token("f")])
             #expect(unauthorized.json["reason"] as? String == "devicecheck-unavailable")
+            _ = try await h.send("GET", "/dc-device/a", headers: [try token("g")])
+            let keyErrors = log.all.filter { $0.level == .error && $0.text.contains("DeviceCheck refused the gateway's key") }
+            #expect(keyErrors.count == 1, "\(log.all)")
+            #expect(keyErrors.first?.text.contains("deviceCheck.teamId, deviceCheck.keyId and deviceCheck.privateKey") == true)
+            // Never the token or the JWT.
+            #expect(!log.all.contains { $0.text.contains("eyJ") || $0.text.contains("AGDT") })
             let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
-            #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="unauthorized"} 1"#))
+            #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="unauthorized"} 2"#))
             // 503 and the stall, on both routes; 429 on both routes.
             #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="failed"} 4"#))
             #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="throttled"} 2"#))

@@ -56,6 +56,8 @@ final class EnforcementHarness: @unchecked Sendable {
         var deviceCheck = false
         /// `deviceCheck.updateRetryFor`.
         var updateRetryFor = "1h"
+        /// Where the gateway logs (default: nowhere below critical).
+        var log: RecordingLogHandler.Lines?
         /// A three-master Redis Cluster (`store.redis.cluster`) instead of one server.
         var redisCluster = false
         /// The fake Apple endpoint answers a connection's first request only
@@ -178,6 +180,9 @@ final class EnforcementHarness: @unchecked Sendable {
         try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
         var logger = Logger(label: "assertgate.e2e")
         logger.logLevel = .critical
+        if let lines = options.log {
+            logger = Logger(label: "assertgate.e2e") { _ in RecordingLogHandler(lines: lines, level: .warning) }
+        }
         let server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
         let harness = EnforcementHarness(
             redis: redis, upstream: upstream, server: server, directory: directory, ca: ca, receiptCA: receiptCA,
