@@ -111,7 +111,23 @@ run_gateway() {
     #    AssertGateCore closure is built there). Clang modules of the C targets
     #    must be visible to import the Swift modules that re-export them.
     local objects modulemaps=() includes=()
-    mapfile -d '' objects < <(find "$bin" -path '*.build/*' -name '*.o' -print0)
+    # Objects of sources that have since moved to another target or gone
+    # (an incremental build leaves them behind) are left out: each object of
+    # a target of this repository must still have its source file there.
+    mapfile -d '' objects < <(find "$bin" -path '*.build/*' -name '*.o' -print0 | python3 -c '
+import os, sys
+root = sys.argv[1]
+for path in sys.stdin.read().split("\0"):
+    if not path:
+        continue
+    target = next((p[:-6] for p in path.split("/") if p.endswith(".build")), None)
+    sources = os.path.join(root, "Sources", target or "")
+    name = os.path.basename(path)[:-2]
+    if target and os.path.isdir(sources) and name.endswith((".swift", ".c")):
+        if not any(name in files for _, _, files in os.walk(sources)):
+            continue
+    sys.stdout.write(path + "\0")
+' "$ROOT")
     # C targets without a module map get a generated one in <Target>.build/;
     # the others ship include/module.modulemap (found through -I).
     while IFS= read -r -d '' m; do modulemaps+=(-Xcc "-fmodule-map-file=$m"); done < <(
