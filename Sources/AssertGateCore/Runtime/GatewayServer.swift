@@ -207,6 +207,14 @@ public final class GatewayServer: Sendable {
     }
 
     /// What of `fraudMetric` a running refresher was built from (compared on reload).
+    private static func deviceCheckSettings(_ d: DeviceCheckConfig?) -> [String] {
+        guard let d else { return [] }
+        return [
+            d.teamId, d.keyId, d.privateKey.value, d.baseURL, d.developmentBaseURL, d.environment.rawValue,
+            "\(d.timeout)", "\(d.updateRetryFor)", d.caFile ?? "",
+        ]
+    }
+
     private static func refreshSettings(_ f: FraudMetricConfig?) -> [String] {
         guard let f else { return [] }
         return [
@@ -268,6 +276,10 @@ public final class GatewayServer: Sendable {
         do {
             config = try ConfigLoader.load(path: configPath)
             snapshot = try GatewaySnapshot.build(config: config, previous: gateway.snapshot)
+            // The Apple client is made at start: routes could not reach Apple.
+            if config.deviceCheck != nil, startedConfig.deviceCheck == nil {
+                return rejected("deviceCheck: added by this reload; the DeviceCheck client is made at start: restart the gateway")
+            }
             // Last: it swaps the listeners' certificates once every one has loaded.
             certificates = try gateway.reloadListeners(from: config)
         } catch let error as ConfigError {
@@ -277,6 +289,11 @@ public final class GatewayServer: Sendable {
         }
         // What start says loudly, a reload says too: a SIGHUP must not slip in test anchors quietly.
         Self.logWarnings(config, logger)
+        if Self.deviceCheckSettings(config.deviceCheck) != Self.deviceCheckSettings(startedConfig.deviceCheck),
+            config.deviceCheck != nil
+        {
+            logger.warning("deviceCheck changed: Apple's key, hosts and timeouts stay as started until a restart")
+        }
         if Self.refreshSettings(config.fraudMetric) != Self.refreshSettings(startedConfig.fraudMetric) {
             logger.warning("fraudMetric changed: receipt refresh keeps running as started until a restart")
         }

@@ -278,5 +278,18 @@ extension Integration {
             #expect(apple.bits(device: "late") == nil)
             try await h.stop()
         }
+
+        @Test func aReloadCannotAddDeviceCheck() async throws {
+            let h = try await EnforcementHarness.start()
+            let text = try String(contentsOfFile: h.configPath, encoding: .utf8)
+            try (text + "\ndeviceCheck: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {env: HOME}}\n")
+                .write(toFile: h.configPath, atomically: true, encoding: .utf8)
+            let r = try await h.send(
+                "POST", "/reload", headers: [("Authorization", "Bearer \(EnforcementHarness.adminToken)")], http1: true,
+                base: h.adminBase)
+            #expect(r.status != 200)
+            #expect(r.body.contains("deviceCheck: added by this reload"), "\(r.body)")
+            try await h.stop()
+        }
     }
 }
