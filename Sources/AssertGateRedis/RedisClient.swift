@@ -236,22 +236,28 @@ public final class RedisClient: @unchecked Sendable {
         let commandTimeout = configuration.commandTimeout
         let tls = configuration.tls
         let serverName = configuration.serverNameForTLS
+        // The channel lives on this loop: its initializer hands its handlers over here.
+        let installed = NIOLoopBoundBox<(tls: OpenSSLHandler?, commands: RedisCommandHandler?)>(
+            (nil, nil), eventLoop: eventLoop)
         ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
-                        try channel.pipeline.syncOperations.addHandler(OpenSSLHandler(client: tls, serverName: serverName))
+                        let handler = OpenSSLHandler(client: tls, serverName: serverName)
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                        installed.value.tls = handler
                     }
-                    try channel.pipeline.syncOperations.addHandler(
-                        RedisCommandHandler(commandTimeout: commandTimeout, limits: limits))
+                    let commands = RedisCommandHandler(commandTimeout: commandTimeout, limits: limits)
+                    try channel.pipeline.syncOperations.addHandler(commands)
+                    installed.value.commands = commands
                 }
             }
             .connect(host: configuration.url.host, port: configuration.url.port)
             .flatMap { channel in
-                self.tlsReady(channel).flatMap { self.handshake(channel) }.flatMapThrowing {
-                    let handler = try channel.pipeline.syncOperations.handler(type: RedisCommandHandler.self)
+                self.tlsReady(channel, installed.value.tls).flatMap { self.handshake(channel) }.flatMapThrowing {
+                    guard let handler = installed.value.commands else { throw ChannelError.inappropriateOperationForState }
                     return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
                 }.flatMapErrorThrowing { error in
                     channel.close(promise: nil)
@@ -341,11 +347,14 @@ public final class RedisClient: @unchecked Sendable {
 
     /// `rediss://`: the TLS handshake's outcome, so a refused certificate is
     /// reported as such (with OpenSSL's reason), not as a lost connection.
-    private func tlsReady(_ channel: Channel) -> EventLoopFuture<Void> {
+    private func tlsReady(_ channel: Channel, _ handler: OpenSSLHandler?) -> EventLoopFuture<Void> {
         guard configuration.tls != nil else { return eventLoop.makeSucceededVoidFuture() }
+        guard let handler else {
+            return eventLoop.makeFailedFuture(RedisError.unavailable(.connectFailed("TLS: no handshake started")))
+        }
         let endpoint = "\(RedisNodeAddress(host: configuration.url.host, port: configuration.url.port))"
         // The attempt gives a server that never finishes TLS its connect timeout.
-        return OpenSSLHandler.clientHandshake(on: channel, deadline: .now() + configuration.connectTimeout)
+        return handler.clientHandshake(on: channel, deadline: .now() + configuration.connectTimeout)
             .flatMapErrorThrowing { error in
                 throw RedisError.unavailable(.connectFailed("TLS to \(endpoint): \(error)"))
             }

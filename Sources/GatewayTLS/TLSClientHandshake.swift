@@ -7,18 +7,22 @@ public struct TLSClientHandshakeError: Error, Sendable, CustomStringConvertible 
     /// The deadline passed before the handshake finished.
     public let timedOut: Bool
     public var description: String { reason }
+
+    public init(reason: String, timedOut: Bool) {
+        self.reason = reason
+        self.timedOut = timedOut
+    }
 }
 
 extension OpenSSLHandler {
-    /// The client handshake on `channel` (every outbound TLS connection:
-    /// Redis, Apple's data endpoint, upstreams). Succeeds once it completes;
-    /// fails with `TLSClientHandshakeError`, closing the channel. A server
-    /// that accepts TCP and never finishes TLS is given until `deadline`.
-    /// Call on the channel's loop.
-    public static func clientHandshake(on channel: Channel, deadline: NIODeadline) -> EventLoopFuture<Void> {
-        guard let handler = try? channel.pipeline.syncOperations.handler(type: OpenSSLHandler.self),
-            let done = handler.handshakeFuture
-        else {
+    /// The client handshake of this handler on `channel` (every outbound TLS
+    /// connection: Redis, Apple's hosts, upstreams), which the caller installed
+    /// and kept: no lookup by type. Succeeds once it completes; fails with
+    /// `TLSClientHandshakeError`, closing the channel. A server that accepts
+    /// TCP and never finishes TLS is given until `deadline`. Call on the
+    /// channel's loop.
+    public func clientHandshake(on channel: Channel, deadline: NIODeadline) -> EventLoopFuture<Void> {
+        guard let done = handshakeFuture else {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(TLSClientHandshakeError(reason: "no handshake started", timedOut: false))
         }

@@ -50,7 +50,14 @@ final class AppleHTTPSClient: Sendable {
     /// For a call that names none.
     let timeout: TimeAmount
     let maxBody: Int
-    private let idle = NIOLockedValueBox<[(channel: any Channel, since: NIODeadline)]>([])
+    private let idle = NIOLockedValueBox<[(connection: Connection, since: NIODeadline)]>([])
+
+    /// A connection and the handler that reads its answers, kept together
+    /// from the moment they are installed (no pipeline lookup by type).
+    private struct Connection: Sendable {
+        var channel: any Channel
+        var collector: NIOLoopBound<AppleResponseCollector>
+    }
     private let opened = NIOLockedValueBox(0)
 
     /// Connections opened so far (for tests: reuse means fewer than requests).
@@ -104,7 +111,7 @@ final class AppleHTTPSClient: Sendable {
     func closeIdle() {
         let channels = idle.withLockedValue { list in
             defer { list = [] }
-            return list.map(\.channel)
+            return list.map(\.connection.channel)
         }
         for c in channels { c.close(promise: nil) }
     }
@@ -121,17 +128,18 @@ final class AppleHTTPSClient: Sendable {
         port == 443 ? (host.contains(":") ? "[\(host)]" : host) : "\(HostPort(host: host, port: port))"
     }
 
-    private func takeIdle(on loop: EventLoop) -> (any Channel)? {
+    private func takeIdle(on loop: EventLoop) -> Connection? {
         let now = NIODeadline.now()
-        let (found, stale) = idle.withLockedValue { list -> ((any Channel)?, [any Channel]) in
+        let (found, stale) = idle.withLockedValue { list -> (Connection?, [any Channel]) in
             var stale: [any Channel] = []
-            var found: (any Channel)?
-            var keep: [(channel: any Channel, since: NIODeadline)] = []
+            var found: Connection?
+            var keep: [(connection: Connection, since: NIODeadline)] = []
             for entry in list {
-                if !entry.channel.isActive || now - entry.since >= Self.idleTimeout {
-                    stale.append(entry.channel)
-                } else if found == nil, entry.channel.eventLoop === loop {
-                    found = entry.channel
+                let channel = entry.connection.channel
+                if !channel.isActive || now - entry.since >= Self.idleTimeout {
+                    stale.append(channel)
+                } else if found == nil, channel.eventLoop === loop {
+                    found = entry.connection
                 } else {
                     keep.append(entry)
                 }
@@ -143,18 +151,21 @@ final class AppleHTTPSClient: Sendable {
         return found
     }
 
-    private func putIdle(_ channel: any Channel) {
+    private func putIdle(_ connection: Connection) {
+        let channel = connection.channel
         let since = NIODeadline.now()
         let kept = idle.withLockedValue { list -> Bool in
             guard list.count < Self.maxIdle else { return false }
-            list.append((channel, since))
+            list.append((connection, since))
             return true
         }
         guard kept else { return channel.close(promise: nil) }
         // Not reused within idleTimeout: closed.
         channel.eventLoop.scheduleTask(in: Self.idleTimeout) {
             let expired = self.idle.withLockedValue { list -> Bool in
-                guard let i = list.firstIndex(where: { $0.channel === channel && $0.since == since }) else { return false }
+                guard let i = list.firstIndex(where: { $0.connection.channel === channel && $0.since == since }) else {
+                    return false
+                }
                 list.remove(at: i)
                 return true
             }
@@ -164,29 +175,40 @@ final class AppleHTTPSClient: Sendable {
 
     /// A new TLS connection, its handshake done by `deadline` (a refused
     /// certificate is reported with OpenSSL's reason).
-    private func connect(on loop: EventLoop, deadline: NIODeadline) -> EventLoopFuture<any Channel> {
+    private func connect(on loop: EventLoop, deadline: NIODeadline) -> EventLoopFuture<Connection> {
         let host = self.host
         let tls = self.tls
         let maxBody = self.maxBody
         let remaining = deadline - .now()
         guard remaining > .zero else { return loop.makeFailedFuture(ClientError.timedOut) }
         opened.withLockedValue { $0 += 1 }
+        // The channel lives on `loop`: its initializer hands its handlers over here.
+        let installed = NIOLoopBoundBox<(tls: OpenSSLHandler?, collector: AppleResponseCollector?)>(
+            (nil, nil), eventLoop: loop)
         return ClientBootstrap(group: loop)
             .connectTimeout(remaining)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(OpenSSLHandler(client: tls, serverName: host))
+                    let handler = OpenSSLHandler(client: tls, serverName: host)
+                    try sync.addHandler(handler)
                     try sync.addHTTPClientHandlers()
-                    try sync.addHandler(AppleResponseCollector(maxBody: maxBody))
+                    let collector = AppleResponseCollector(maxBody: maxBody)
+                    try sync.addHandler(collector)
+                    installed.value = (handler, collector)
                 }
             }
             .connect(host: self.host, port: self.port)
             .flatMapError { error in
                 loop.makeFailedFuture(ClientError.connect("cannot connect to \(host): \(error)"))
             }
-            .flatMap { channel in
-                OpenSSLHandler.clientHandshake(on: channel, deadline: deadline).map { channel }
+            .flatMap { channel -> EventLoopFuture<Connection> in
+                guard let handler = installed.value.tls, let collector = installed.value.collector else {
+                    channel.close(promise: nil)
+                    return loop.makeFailedFuture(ClientError.connect("TLS to \(host): no handshake started"))
+                }
+                let connection = Connection(channel: channel, collector: NIOLoopBound(collector, eventLoop: loop))
+                return handler.clientHandshake(on: channel, deadline: deadline).map { connection }
                     .flatMapErrorThrowing { error in
                         channel.close(promise: nil)
                         throw ClientError.connect("TLS to \(host): \(error)")
@@ -197,34 +219,33 @@ final class AppleHTTPSClient: Sendable {
     /// One request and its answer on `channel`; the channel is kept for the
     /// next request when the answer allows it, closed otherwise.
     private func exchange(
-        _ request: Request, on channel: any Channel, deadline: NIODeadline, loop: EventLoop
+        _ request: Request, on connection: Connection, deadline: NIODeadline, loop: EventLoop
     ) -> EventLoopFuture<Response> {
+        let channel = connection.channel
         let promise = loop.makePromise(of: Response.self)
-        let timer = loop.scheduleTask(deadline: deadline) { promise.fail(ClientError.timedOut) }
-        do {
-            let collector = try channel.pipeline.syncOperations.handler(type: AppleResponseCollector.self)
-            collector.expect(promise)
-            let bound = NIOLoopBound(collector, eventLoop: loop)
-            var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: request.path)
-            head.headers.add(name: "Host", value: request.hostHeader)
-            head.headers.add(name: "Authorization", value: request.authorization)
-            if let type = request.contentType { head.headers.add(name: "Content-Type", value: type) }
-            head.headers.add(name: "Content-Length", value: String(request.body.count))
-            channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: request.body))), promise: nil)
-            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
-            promise.futureResult.whenComplete { result in
-                timer.cancel()
-                if case .success = result, bound.value.keepAlive, channel.isActive {
-                    self.putIdle(channel)
-                } else {
-                    channel.close(promise: nil)
-                }
-            }
-        } catch {
-            timer.cancel()
-            channel.close(promise: nil)
+        // Closed while it was kept: a fresh connection is made (`post`).
+        guard channel.isActive else {
             promise.fail(ClientError.closedBeforeAnswer)
+            return promise.futureResult
+        }
+        let timer = loop.scheduleTask(deadline: deadline) { promise.fail(ClientError.timedOut) }
+        let bound = connection.collector
+        bound.value.expect(promise)
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: request.path)
+        head.headers.add(name: "Host", value: request.hostHeader)
+        head.headers.add(name: "Authorization", value: request.authorization)
+        if let type = request.contentType { head.headers.add(name: "Content-Type", value: type) }
+        head.headers.add(name: "Content-Length", value: String(request.body.count))
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: request.body))), promise: nil)
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        promise.futureResult.whenComplete { result in
+            timer.cancel()
+            if case .success = result, bound.value.keepAlive, channel.isActive {
+                self.putIdle(connection)
+            } else {
+                channel.close(promise: nil)
+            }
         }
         return promise.futureResult
     }

@@ -340,7 +340,7 @@ final class EndpointPool {
         let connectTimeout = config.connectTimeout
         let started = NIODeadline.now()
         // The channel lives on this loop: its initializer hands the handler over here.
-        let installed = NIOLoopBoundBox<UpstreamClientHandler?>(nil, eventLoop: loop)
+        let installed = NIOLoopBoundBox<(tls: OpenSSLHandler?, client: UpstreamClientHandler?)>((nil, nil), eventLoop: loop)
         let future = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -352,20 +352,25 @@ final class EndpointPool {
                         try channel.pipeline.syncOperations.addHandler(handler)
                         openSSL = handler
                     }
-                    installed.value = try UpstreamClientHandler.install(on: channel.pipeline.syncOperations, tls: openSSL)
+                    installed.value = (openSSL, try UpstreamClientHandler.install(on: channel.pipeline.syncOperations, tls: openSSL))
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
             .flatMap { channel -> EventLoopFuture<Channel> in
                 guard tls != nil else { return channel.eventLoop.makeSucceededFuture(channel) }
+                guard let handler = installed.value.tls else {
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeFailedFuture(
+                        TLSClientHandshakeError(reason: "no handshake started", timedOut: false))
+                }
                 // TCP and TLS together get `connectTimeout`, as a cleartext connect does.
-                return OpenSSLHandler.clientHandshake(on: channel, deadline: started + connectTimeout).map { channel }
+                return handler.clientHandshake(on: channel, deadline: started + connectTimeout).map { channel }
             }
         let bound = NIOLoopBound((self, delegate, tls), eventLoop: loop)
         future.whenComplete { result in
             let (ep, delegate, settings) = bound.value
             ep.connectCompleted(
-                result, handler: installed.value, config: config, tls: settings, client: client, delegate: delegate)
+                result, handler: installed.value.client, config: config, tls: settings, client: client, delegate: delegate)
         }
     }
 
