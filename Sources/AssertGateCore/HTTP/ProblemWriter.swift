@@ -45,4 +45,68 @@ public enum ProblemWriter {
         if !rejection.detail.isEmpty { members.append(("detail", JSONText.quoted(rejection.detail))) }
         return JSONText.object(members)
     }
+
+    // MARK: gRPC
+
+    /// A request gRPC clients make: `content-type: application/grpc`, or
+    /// `application/grpc+proto` and the like.
+    public static func isGRPC(contentType: String?) -> Bool {
+        guard let type = contentType?.utf8 else { return false }
+        let base: StaticString = "application/grpc"
+        let n = base.utf8CodeUnitCount
+        guard type.count >= n, ASCII.equalsLower(type.prefix(n), base) else { return false }
+        guard let next = type.dropFirst(n).first else { return true }
+        return next == UInt8(ascii: "+") || next == UInt8(ascii: ";")
+    }
+
+    /// The same refusal for a gRPC client, which reads trailers, not bodies: a
+    /// trailers-only answer (HTTP 200, one HEADERS frame that ends the
+    /// stream) with `grpc-status` from the HTTP status, `grpc-message` the
+    /// reason's title, and `assertgate-reason` the token.
+    public static func grpcAnswer(_ rejection: Rejection, requestId: String) -> ProblemAnswer {
+        var headers: [(String, String)] = [
+            ("content-type", "application/grpc"),
+            ("grpc-status", String(grpcStatus(forHTTP: rejection.status))),
+            ("grpc-message", percentEncodedMessage(rejection.reason.title)),
+            ("assertgate-reason", rejection.reason.rawValue),
+            ("x-request-id", requestId),
+        ]
+        if let retry = rejection.retryAfter { headers.append(("retry-after", String(retry))) }
+        return ProblemAnswer(status: 200, headers: headers, body: "")
+    }
+
+    /// gRPC's codes for the gateway's statuses (the mapping gRPC's own
+    /// HTTP-to-status table suggests, made specific to the gateway's answers).
+    public static func grpcStatus(forHTTP status: Int) -> Int {
+        switch status {
+        case 400: return 3  // INVALID_ARGUMENT
+        case 401: return 16  // UNAUTHENTICATED
+        case 403: return 7  // PERMISSION_DENIED
+        case 404, 405: return 12  // UNIMPLEMENTED
+        case 408, 504: return 4  // DEADLINE_EXCEEDED
+        case 409: return 6  // ALREADY_EXISTS
+        case 413, 429, 431: return 8  // RESOURCE_EXHAUSTED
+        case 502, 503: return 14  // UNAVAILABLE
+        default: return 2  // UNKNOWN
+        }
+    }
+
+    /// gRPC's percent-encoding of `grpc-message`: printable ASCII except `%` as is.
+    static func percentEncodedMessage(_ text: String) -> String {
+        var out = ""
+        for b in text.utf8 {
+            if b >= 0x20, b <= 0x7E, b != UInt8(ascii: "%") {
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            } else {
+                out += "%" + String(b, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }

@@ -499,7 +499,11 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         releaseBufferReservation()
         guard !exchange.responseStarted else { return fail() }
         record.rejection = rejection
-        let answer = ProblemWriter.answer(rejection, requestId: request.requestId)
+        // A gRPC client reads the refusal from trailers (trailers-only answer).
+        let answer =
+            ProblemWriter.isGRPC(contentType: request.headers.first(name: "content-type"))
+            ? ProblemWriter.grpcAnswer(rejection, requestId: request.requestId)
+            : ProblemWriter.answer(rejection, requestId: request.requestId)
         sendWhole(
             status: answer.status, headers: HTTPHeaders(answer.headers), body: sink.allocator.buffer(string: answer.body))
     }

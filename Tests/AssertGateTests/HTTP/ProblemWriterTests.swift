@@ -1,4 +1,4 @@
-import AssertGateCore
+@testable import AssertGateCore
 import Foundation
 import Testing
 import Verifier
@@ -57,5 +57,33 @@ import Verifier
         let answer = ProblemWriter.answer(Rejection(.malformedRequest, "a \"quoted\"\nline"), requestId: "r")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
         #expect(json["detail"] as? String == "a \"quoted\"\nline")
+    }
+
+    @Test func grpcClientsAreRecognisedByContentType() {
+        for yes in ["application/grpc", "application/grpc+proto", "Application/GRPC;charset=x", "application/grpc+json"] {
+            #expect(ProblemWriter.isGRPC(contentType: yes), "\(yes)")
+        }
+        for no in [nil, "", "application/json", "application/grpc-web", "application/grpcx", "text/application/grpc"] {
+            #expect(!ProblemWriter.isGRPC(contentType: no), "\(no ?? "nil")")
+        }
+    }
+
+    @Test func grpcAnswersAreTrailersOnlyWithTheMappedCode() {
+        let cases: [(ReasonToken, Int)] = [
+            (.missingAssertion, 16), (.badSignature, 7), (.rateLimited, 8), (.bodyTooLarge, 8), (.malformedHeader, 3),
+            (.noRoute, 12), (.methodNotAllowed, 12), (.upstreamUnavailable, 14), (.storeUnavailable, 14),
+            (.upstreamTimeout, 4), (.devicecheckUnavailable, 14), (.deviceTokenReused, 7),
+        ]
+        for (reason, code) in cases {
+            let a = ProblemWriter.grpcAnswer(Rejection(reason), requestId: "r")
+            let h = Dictionary(uniqueKeysWithValues: a.headers)
+            #expect(a.status == 200)
+            #expect(a.body.isEmpty)
+            #expect(h["grpc-status"] == String(code), "\(reason)")
+            #expect(h["assertgate-reason"] == reason.rawValue)
+            #expect(h["grpc-message"] == reason.title)
+            #expect(h["content-type"] == "application/grpc")
+        }
+        #expect(ProblemWriter.percentEncodedMessage("50% off\ncaf\u{E9}") == "50%25 off%0Acaf%C3%A9")
     }
 }

@@ -236,6 +236,22 @@ final class ScriptedGate: RequestGate {
         #expect(local.calls == 1)
     }
 
+    @Test func grpcRequestsAreRefusedInTrailers() {
+        let f = Fixture()
+        let request = ProxyRequest(
+            method: "POST", target: "/pkg.Service/Method", authority: "gw", scheme: "http",
+            headers: HTTPHeaders([("content-type", "application/grpc")]), requestId: "req-g", clientAddress: nil,
+            snapshot: f.worker.snapshot)
+        let p = RequestPipeline(request: request, body: RequestBodyInfo(framing: .none), sink: f.sink, worker: f.worker)
+        p.start()
+        #expect(f.sink.status == 200)
+        #expect(f.sink.ended)
+        #expect(f.sink.body.isEmpty)
+        #expect(f.sink.headers.first(name: "grpc-status") == "12")
+        #expect(f.sink.headers.first(name: "assertgate-reason") == "no-route")
+        #expect(f.observer.summaries.first?.reason == .noRoute)
+    }
+
     @Test func malformedBodyAfterTheHeadIs400() {
         let f = Fixture()
         f.gate.policy = .buffer(limit: 100)
