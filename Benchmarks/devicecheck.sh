@@ -26,8 +26,9 @@ Part 2, update queue: --updates N requests on a `fallback: device` route
   queued), then the time until the queue (ZCARD) is empty and the mock has
   received all N; for each latency of the mock's update_two_bits in
   --queue-latencies (validate answers at once).
-Part 3, store writes: `redis-cli MONITOR` around one asserted request to a
-  query route without and one with Set-Device-Bits.
+Part 3, store writes: `redis-cli MONITOR` around one asserted request without
+  deviceCheck, one to a query route, and one to a query route whose upstream
+  answers Set-Device-Bits (the key's record cached by a request before).
 
 Options:
   --rounds N            rounds of part 1 (default 3)
@@ -282,9 +283,11 @@ if ! skipped 3; then
   start_gateway "$RP"
   mock -X POST "$MOCK/mock/reset" >/dev/null; mock_latency 0
   "$DEV" attest --gateway "http://127.0.0.1:$GP" --state "$WORK/device" >/dev/null 2>>"$WORK/load.err"
+  # The key's record is read once and then cached: a first request without deviceCheck warms it.
+  "$DEV" request --gateway "http://127.0.0.1:$GP" --state "$WORK/device" GET /api/warm >"$WORK/part3-warm.out" 2>&1
   redis-cli -p "$RP" MONITOR >"$WORK/monitor.txt" & MONPID=$!; pids+=($MONPID)
   redis-cli -p "$RP" ECHO mark-start >/dev/null
-  for P in /dc/one /bits/two; do
+  for P in /api/zero /dc/one /bits/two; do
     redis-cli -p "$RP" ECHO "mark-before $P" >/dev/null
     TOKEN=$("$DEV" device-token --device "part3-${P//\//}")
     "$DEV" request --gateway "http://127.0.0.1:$GP" --state "$WORK/device" --header "AssertGate-Device-Token: $TOKEN" GET "$P" \
@@ -296,12 +299,13 @@ if ! skipped 3; then
   kill $MONPID 2>/dev/null; wait $MONPID 2>/dev/null
   python3 - "$WORK/monitor.txt" <<'PY'
 import re, shlex, sys
+# Each window: from an ECHO before the request to one after its response.
+# Request path vs the DeviceBitUpdater's background work (a claim and a
+# ZCARD every 250 ms, an ack per delivered update), told apart by shape.
 section = None; counts = {}
 for line in open(sys.argv[1]):
     m = re.match(r'^\S+ \[(\d+) ([^\]]+)\] (.*)$', line.strip())
-    if not m:
-        continue
-    if m.group(2) == "lua":  # commands a script runs: not round trips
+    if not m or m.group(2) == "lua":  # commands a script runs are not round trips
         continue
     try:
         args = shlex.split(m.group(3))
@@ -310,28 +314,33 @@ for line in open(sys.argv[1]):
     cmd = args[0].upper()
     if cmd == "ECHO":
         a = args[1]
-        section = a.split(" ", 1)[1] if a.startswith("mark-before") else ("between" if a.startswith("mark-after") else a)
+        section = a.split(" ", 1)[1] if a.startswith("mark-before") else ("after the responses, until the update is delivered" if a.startswith("mark-after") else None)
         continue
     if section is None:
         continue
     if cmd == "EVALSHA":
-        keys = args[3:3 + int(args[2])]; rest = args[3 + int(args[2]):]
+        n = int(args[2]); keys = args[3:3 + n]; rest = args[3 + n:]
         if keys and keys[0].startswith("ag:{dbq}"):
-            kind = {1: "queue ack (updater)", 3: "queue claim (updater)" if all(x.isdigit() for x in rest) else "queue ENQUEUE"}.get(len(rest), f"queue script {len(rest)} args")
+            if len(rest) == 1: kind = ("updater", "write", "EVALSHA queue ack")
+            elif all(x.isdigit() for x in rest): kind = ("updater", "write", "EVALSHA queue claim (lease)")
+            else: kind = ("request", "write", "EVALSHA queue enqueue (Set-Device-Bits)")
         else:
-            kind = "EVALSHA " + " ".join(k.split(":")[0] + ":" + k.split(":")[1] for k in keys)
+            kind = ("request", "write", "EVALSHA assertion commit (counter)")
     elif cmd == "SET" and args[1].startswith("ag:dt:"):
-        kind = "SET NX ag:dt: (token first use)"
+        kind = ("request", "write", "SET NX ag:dt:{H(token)} (first use)")
     elif cmd == "ZCARD":
-        kind = "ZCARD (updater: queue depth)"
+        kind = ("updater", "read", "ZCARD queue depth")
+    elif cmd in ("HMGET", "HGET", "GET", "HGETALL", "EXISTS"):
+        kind = ("request", "read", cmd + " " + args[1].split("}")[0][:6] + "…}" + (args[1].split("}")[1] if "}" in args[1] else ""))
     else:
-        kind = cmd + " " + (args[1] if len(args) > 1 else "")
+        kind = ("?", "?", " ".join(args[:2]))
     counts.setdefault(section, {}).setdefault(kind, 0)
     counts[section][kind] += 1
 for section, kinds in counts.items():
-    print(f"{section}:")
-    for kind, n in sorted(kinds.items()):
-        print(f"  {n:4d}  {kind}")
+    writes = sum(n for (who, rw, _), n in kinds.items() if who == "request" and rw == "write")
+    print(f"{section}:" + (f"  request-path writes: {writes}" if section.startswith("/") else ""))
+    for (who, rw, what), n in sorted(kinds.items()):
+        print(f"  {n:3d}  {who:8s} {rw:5s}  {what}")
 PY
   grep -E '^(status|HTTP)|^[0-9]{3}' "$WORK"/part3-*.out 2>/dev/null | head -4
   stop_gateway
