@@ -270,7 +270,9 @@ t0, t1, t2 = map(float, sys.argv[4:7]); d1, c1, c2 = map(int, sys.argv[7:10])
 print(f"mock {ql} ms: {r['successes']}/{r['requests']} requests ok at {r['requestsPerSecond']:.0f} req/s ({t1 - t0:.2f} s); "
       f"then {d1} queued, {c1} delivered; queue empty {t2 - t1:.2f} s later, mock received {c2} updates")
 print(f"  drain: {d1} updates in {t2 - t1:.2f} s = {d1 / (t2 - t1):.1f} updates/s;  all {c2} in {t2 - t0:.2f} s from the first request = {c2 / (t2 - t0):.1f} updates/s")
-print(f"  bound: batch / poll = 32 / 0.25 s = 128 updates/s")
+import math
+ticks = max(1, math.ceil((float(ql) + 5) / 250))  # a tick is skipped while the last batch is still out
+print(f"  bound: 32 per batch, a batch every {ticks} x 250 ms (ticks are skipped while a batch is out) = {32 / (ticks * 0.25):.0f} updates/s")
 PY
     curl -s "http://127.0.0.1:$AP/metrics" | grep -E '^assertgate_devicecheck_calls_total\{call="update"' | sed 's/^/  /'
     stop_gateway
