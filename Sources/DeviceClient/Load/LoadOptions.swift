@@ -57,4 +57,9 @@ public struct LoadDeviceTokens: Sendable {
 public struct LoadSlot: Sendable, Hashable {
     public var connection: Int
     public var stream: Int
+
+    public init(connection: Int, stream: Int) {
+        self.connection = connection
+        self.stream = stream
+    }
 }
