@@ -1,3 +1,4 @@
+import AppleMock
 import ArgumentParser
 import DeviceClient
 import Foundation
@@ -63,6 +64,18 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "PID of the gateway: report its CPU seconds over the measured window (Linux /proc).")
     var cpuPid: Int32?
 
+    @Flag(help: "Send a fresh Apple-mock device token (as `device-token` makes, for `apple-mock`) on every request, for deviceCheck routes: the gateway spends a token on its first use. Stream slot S of connection C is device `<--device-prefix>-C-S`.")
+    var deviceTokens = false
+
+    @Option(help: "With --device-tokens: the header carrying the token (the gateway's attestation.headers.deviceToken).")
+    var deviceTokenHeader = "AssertGate-Device-Token"
+
+    @Option(help: "With --device-tokens: device names start with this.")
+    var devicePrefix = "load"
+
+    @Option(help: "With --device-tokens: MAC secret shared with apple-mock --device-secret (default: the mock's default).")
+    var deviceSecret: String?
+
     @Flag(help: "Print the report as JSON.")
     var json = false
 
@@ -78,6 +91,18 @@ struct LoadCommand: AsyncParsableCommand {
             throw ValidationError("--presign needs --rate: how many assertions to sign ahead follows from the rate")
         }
         if presign && passthrough { throw ValidationError("--presign and --passthrough exclude each other") }
+        if !deviceTokens, deviceSecret != nil || devicePrefix != "load" || deviceTokenHeader != "AssertGate-Device-Token" {
+            throw ValidationError("--device-secret, --device-prefix and --device-token-header need --device-tokens")
+        }
+        if deviceTokens {
+            guard !deviceTokenHeader.isEmpty else { throw ValidationError("--device-token-header must not be empty") }
+            // The longest name this run makes must be a valid mock device name.
+            do {
+                _ = try MockDeviceToken.make(device: "\(devicePrefix)-\(connections - 1)-\(streams - 1)")
+            } catch {
+                throw ValidationError("--device-prefix: \(error)")
+            }
+        }
     }
 
     func run() async throws {
@@ -98,6 +123,13 @@ struct LoadCommand: AsyncParsableCommand {
         load.presign = presign
         load.recordSamples = latencyLog != nil
         load.cpuPid = cpuPid
+        if deviceTokens {
+            let secret = deviceSecret.map { Array($0.utf8) } ?? MockDeviceToken.defaultSecret
+            let prefix = devicePrefix
+            load.deviceTokens = LoadDeviceTokens(header: deviceTokenHeader) { slot, _ in
+                try MockDeviceToken.make(device: "\(prefix)-\(slot.connection)-\(slot.stream)", secret: secret)
+            }
+        }
         let factory: AppAttestDeviceFactory? = passthrough
             ? nil
             : try DeviceCAs.loadOrCreate(directory: options.caDirectory)

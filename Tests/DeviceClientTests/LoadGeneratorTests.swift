@@ -10,6 +10,8 @@ private struct Stats: Decodable {
     let unasserted: Int
     let maxInFlightPerKey: Int
     let connections: Int
+    let deviceTokens: Int
+    let distinctDeviceTokens: Int
 }
 
 @Suite("gateway API and load generator against the fake gateway", .serialized)
@@ -85,6 +87,42 @@ struct LoadGeneratorTests {
         #expect(s.attested == 8)
         #expect(s.asserted == 400)
         #expect(s.maxInFlightPerKey == 1)
+    }
+
+    @Test func deviceTokensAreFreshOnEveryRequestWarmupIncluded() async throws {
+        let server = try TestH2Server()
+        defer { server.stop() }
+        var options = LoadOptions(target: GatewayURL(host: "127.0.0.1", port: server.port))
+        options.path = "/api/dc"
+        options.connections = 2
+        options.streams = 3
+        options.requests = 120
+        let made = Calls()
+        options.deviceTokens = LoadDeviceTokens { slot, n in
+            made.add(slot, n)
+            return "token-\(slot.connection)-\(slot.stream)-\(n)"
+        }
+        let report = try await LoadGenerator(options: options, group: group, deviceFactory: FakeDeviceFactory()).run()
+        #expect(report.successes == 120)
+        let s = try await stats(port: server.port)
+        // One token per request, never the same twice, with the assertion beside it.
+        #expect(s.asserted == 120)
+        #expect(s.deviceTokens == 120)
+        #expect(s.distinctDeviceTokens == 120)
+        let calls = made.value
+        #expect(Set(calls.keys) == Set((0..<2).flatMap { c in (0..<3).map { LoadSlot(connection: c, stream: $0) } }))
+        // Each slot counts its own requests from 1.
+        #expect(calls.values.allSatisfy { $0 == Array(1...$0.count) })
+        #expect(calls.values.reduce(0) { $0 + $1.count } == 120)
+
+        // Passthrough (no assertion headers, as on a `fallback: device` route), with a warm-up.
+        let before = s.deviceTokens
+        options.deviceTokens = LoadDeviceTokens(header: "X-Other-Token") { _, _ in "x" }
+        options.passthrough = true
+        options.requests = 10
+        let other = try await LoadGenerator(options: options, group: group, deviceFactory: nil).run()
+        #expect(other.successes == 10)
+        #expect(try await stats(port: server.port).deviceTokens == before)  // another header name
     }
 
     @Test func passthroughSendsNoAssertionsAndWarmupIsNotCounted() async throws {
@@ -219,4 +257,12 @@ struct LoadGeneratorTests {
             _ = try await LoadGenerator(options: options, group: group, deviceFactory: nil).run()
         }
     }
+}
+
+/// What a `LoadDeviceTokens.make` was called with, from any loop.
+private final class Calls: @unchecked Sendable {
+    private let lock = NSLock()
+    private var calls: [LoadSlot: [Int]] = [:]
+    func add(_ slot: LoadSlot, _ n: Int) { lock.withLock { calls[slot, default: []].append(n) } }
+    var value: [LoadSlot: [Int]] { lock.withLock { calls } }
 }

@@ -194,13 +194,17 @@ final class LoadWorker {
 
     private final class Slot {
         let device: AppAttestDevice?
+        let stream: Int
         var counter: UInt32 = 0
+        /// Requests sent by this slot (warm-up included).
+        var sent = 0
         /// With a rate: when this slot's next request is due.
         var due: NIODeadline?
         /// Assertion headers for counters 1, 2, … signed before the run.
         let presigned: [Headers]
-        init(device: AppAttestDevice?, presigned: [Headers]) {
+        init(device: AppAttestDevice?, stream: Int, presigned: [Headers]) {
             self.device = device
+            self.stream = stream
             self.presigned = presigned
         }
     }
@@ -247,9 +251,9 @@ final class LoadWorker {
         self.index = index
         self.options = options
         self.slots = options.passthrough
-            ? (0..<options.streams).map { _ in Slot(device: nil, presigned: []) }
+            ? (0..<options.streams).map { Slot(device: nil, stream: $0, presigned: []) }
             : devices.enumerated().map { i, device in
-                Slot(device: device, presigned: i < presigned.count ? presigned[i] : [])
+                Slot(device: device, stream: i, presigned: i < presigned.count ? presigned[i] : [])
             }
         self.measureFrom = measureFrom
         self.stopAt = stopAt
@@ -339,6 +343,16 @@ final class LoadWorker {
                     record(measured: measured, started: now, key: "error: assertion: \(error)", success: false)
                     return finish()
                 }
+            }
+        }
+        slot.sent += 1
+        if let tokens = options.deviceTokens {
+            do {
+                let token = try tokens.make(LoadSlot(connection: index, stream: slot.stream), slot.sent)
+                request.headers.append((name: tokens.header, value: token))
+            } catch {
+                record(measured: measured, started: now, key: "error: device token: \(error)", success: false)
+                return finish()
             }
         }
         let startedAt = due.map { min($0, NIODeadline.now()) } ?? NIODeadline.now()

@@ -29,9 +29,37 @@ public struct LoadOptions: Sendable {
     public var recordSamples = false
     /// A process (the gateway) whose CPU time over the measured window is reported.
     public var cpuPid: Int32?
+    /// A fresh DeviceCheck device token on every request (nil: none).
+    public var deviceTokens: LoadDeviceTokens?
     public var http2 = HTTP2ClientConfiguration()
 
     public init(target: GatewayURL) {
         self.target = target
+    }
+}
+
+/// Device tokens for `deviceCheck` routes: the gateway spends a token on its
+/// first use, so a load of N requests needs N tokens; each request gets its
+/// own, made just before it is sent.
+public struct LoadDeviceTokens: Sendable {
+    /// The request header that carries the token.
+    public var header: String
+    /// The token for a stream slot's n-th request (n from 1; warm-up included).
+    public var make: @Sendable (_ slot: LoadSlot, _ n: Int) throws -> String
+
+    public init(header: String = "AssertGate-Device-Token", make: @escaping @Sendable (_ slot: LoadSlot, _ n: Int) throws -> String) {
+        self.header = header
+        self.make = make
+    }
+}
+
+/// A stream slot: its connection and its place on it.
+public struct LoadSlot: Sendable, Hashable {
+    public var connection: Int
+    public var stream: Int
+
+    public init(connection: Int, stream: Int) {
+        self.connection = connection
+        self.stream = stream
     }
 }

@@ -6,7 +6,8 @@ JSON echo: method, path, headers, body length and SHA-256, and the number of
 streams this connection had open when it arrived.
 
 Query parameters:  delay=<ms>  answer later;  size=<n>  answer with n bytes.
-Path /stats answers the server-wide counters. Path /goaway-test holds requests;
+Path /stats answers the server-wide counters (deviceTokens: requests with an
+assertgate-device-token header; distinctDeviceTokens: how many values). Path /goaway-test holds requests;
 once --goaway-after of them are open on one connection (first time only), the
 server answers the first --goaway-answer of them, sends GOAWAY with the last of
 those as last-stream-id and ignores the rest.
@@ -28,7 +29,9 @@ import h2.exceptions
 import h2.settings
 
 STATS = {"connections": 0, "requests": 0, "maxConcurrent": 0, "goaways": 0,
-         "attested": 0, "asserted": 0, "unasserted": 0, "maxInFlightPerKey": 0}
+         "attested": 0, "asserted": 0, "unasserted": 0, "maxInFlightPerKey": 0,
+         "deviceTokens": 0, "distinctDeviceTokens": 0}
+DEVICE_TOKENS = set()  # every assertgate-device-token value seen
 GOAWAY_DONE = False
 PREFIX = "/assertgate/v1"
 LENIENT = "--lenient" in sys.argv  # accept real DeviceSim objects unverified (manual smoke runs)
@@ -150,6 +153,11 @@ class Conn(asyncio.Protocol):
                 self.open += 1
                 STATS["maxConcurrent"] = max(STATS["maxConcurrent"], self.open)
                 STATS["requests"] += 1
+                token = dict(ev.headers).get("assertgate-device-token")
+                if token is not None:
+                    STATS["deviceTokens"] += 1
+                    DEVICE_TOKENS.add(token)
+                    STATS["distinctDeviceTokens"] = len(DEVICE_TOKENS)
                 self.streams[ev.stream_id] = {"headers": ev.headers, "body": bytearray(), "open": self.open}
             elif isinstance(ev, h2.events.DataReceived):
                 s = self.streams.get(ev.stream_id)
