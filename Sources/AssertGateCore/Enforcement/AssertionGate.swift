@@ -99,7 +99,7 @@ public final class AssertionGate: RequestGate {
             return .pending(verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context, started))
         }
         // Every continuation runs on this worker's loop (the gate is loop-confined).
-        let loaded = store.loadKey(keyId: headers.keyId).hop(to: eventLoop).assumeIsolated()
+        let loaded = load(headers.keyId).assumeIsolated()
         let decision = loaded.flatMap { stored -> EventLoopFuture<GateDecision> in
             guard let stored else {
                 return self.eventLoop.makeSucceededFuture(
@@ -220,11 +220,23 @@ public final class AssertionGate: RequestGate {
             let keyId = try? KeyIdCodec.decode(text, reason: .malformedHeader)
         else { return eventLoop.makeSucceededFuture(nil) }
         if let entry = keys.get(keyId) { return eventLoop.makeSucceededFuture(entry.stored.environment) }
-        return store.loadKey(keyId: keyId).hop(to: eventLoop).assumeIsolated().map { stored -> AppEnvironment? in
+        return load(keyId).assumeIsolated().map { stored -> AppEnvironment? in
             guard let stored, let publicKey = try? P256PublicKey(point: stored.publicKey) else { return nil }
             self.keys.put(keyId, KeyCache.Entry(stored: stored, publicKey: publicKey))
             return stored.environment
         }.nonisolated().recover { _ in nil }
+    }
+
+    /// One key load per key in flight: DeviceCheck's host lookup and the
+    /// check of the same request share it on a cache miss.
+    private var loading: [[UInt8]: EventLoopFuture<StoredKey?>] = [:]
+
+    private func load(_ keyId: [UInt8]) -> EventLoopFuture<StoredKey?> {
+        if let pending = loading[keyId] { return pending }
+        let future = store.loadKey(keyId: keyId).hop(to: eventLoop)
+        loading[keyId] = future
+        future.assumeIsolated().whenComplete { _ in self.loading[keyId] = nil }
+        return future
     }
 
     /// A failed check: rejected in `enforce`, forwarded with the reason in `monitor`.
