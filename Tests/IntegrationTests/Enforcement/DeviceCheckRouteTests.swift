@@ -1,4 +1,5 @@
 import AppleMock
+import AssertGateTestSupport
 import AssertGateCore
 import Foundation
 import NIOCore
@@ -289,6 +290,40 @@ extension Integration {
                 base: h.adminBase)
             #expect(r.status != 200)
             #expect(r.body.contains("deviceCheck: added by this reload"), "\(r.body)")
+            try await h.stop()
+        }
+
+        /// A client that gives up while its answer waits for the bit update to
+        /// be written (the store's writes paused): the update is still made,
+        /// and the gateway serves on.
+        @Test func aClientLeavingWhileItsAnswerWaitsForTheQueue() async throws {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            // The enqueue waits out the pause below instead of timing out.
+            options.commandTimeout = "10s"
+            let h = try await EnforcementHarness.start(options)
+            let apple = try #require(h.apple)
+            let tokenHeader = try token("leaver")
+            let before = h.upstream.requests.count
+            async let gaveUp = Run.tool("curl", [
+                "-sS", "--http2-prior-knowledge", "--max-time", "3", "-o", "/dev/null", "-w", "%{http_code}",
+                "-H", "\(tokenHeader.0): \(tokenHeader.1)", "-H", "x-test-set-device-bits: bit1=1",
+                "\(h.base)/dc-device/slow?ms=1500",
+            ])
+            // Once the upstream has the request (the token's claim is written by
+            // then; it answers 1.5 s later), the store stops taking writes for
+            // 5 s: the enqueue, and so the answer, wait past curl's 3 s.
+            try await eventually("the upstream got the request") { h.upstream.requests.count > before }
+            let paused = try await Run.tool("redis-cli", ["-p", String(h.redis.port), "CLIENT", "PAUSE", "5000", "WRITE"])
+            #expect(paused.status == 0 && paused.stdout.contains("OK"), "\(paused.stderr)")
+            let result = try await gaveUp
+            // curl gave up (exit 28) without an answer: the head was being held.
+            #expect(result.status == 28, "\(result.status) \(result.stdout) \(result.stderr) paused=\(paused.stdout)")
+            // The update is made once the store takes writes again.
+            try await eventually("the update reached Apple", within: 20) { apple.bits(device: "leaver")?.bit1 == true }
+            // The gateway serves on.
+            let next = try await h.send("GET", "/dc-device/b", headers: [try token("after")])
+            #expect(next.status == 200)
             try await h.stop()
         }
     }

@@ -56,6 +56,8 @@ final class EnforcementHarness: @unchecked Sendable {
         var deviceCheck = false
         /// `deviceCheck.updateRetryFor`.
         var updateRetryFor = "1h"
+        /// `store.redis.commandTimeout` (single server).
+        var commandTimeout = "250ms"
         /// Where the gateway logs (default: nowhere below critical).
         var log: RecordingLogHandler.Lines?
         /// A three-master Redis Cluster (`store.redis.cluster`) instead of one server.
@@ -99,7 +101,7 @@ final class EnforcementHarness: @unchecked Sendable {
                        tls: {caFile: \(pki.caCertificate), certificate: \(pki.clientCertificate), privateKey: \(pki.clientKey)}}
                 """
         } else {
-            store = #"{url: "\#(redis.url)", connectTimeout: 250ms, commandTimeout: 250ms}"#
+            store = #"{url: "\#(redis.url)", connectTimeout: 250ms, commandTimeout: \#(options.commandTimeout)}"#
         }
         let upstream = try await TestUpstream()
         let deadPort = try ReservedPort()

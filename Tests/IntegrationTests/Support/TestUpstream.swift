@@ -140,7 +140,9 @@ private final class TestUpstreamHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+        var path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+        // Behind a route prefix (`/dc-device/slow`), still the slow answer.
+        if path.hasSuffix("/slow") { path = "/slow" }
         // An upstream that sets DeviceCheck bits, and tries to speak for the gateway.
         echoed = head.headers.first(name: "x-test-set-device-bits").map {
             [("X-AssertGate-Set-Device-Bits", $0), ("X-AssertGate-Trust", "upstream-spoof")]
