@@ -17,23 +17,9 @@ cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done;
 trap cleanup EXIT
 
 # Upstream: nginx, 1 worker, keep-alive: the "legacy API" of side-by-side.sh.
-mkdir -p "$WORK/nginx/logs"
-cat >"$WORK/nginx/nginx.conf" <<NG
-worker_processes 1;
-error_log $WORK/nginx/logs/error.log warn;
-pid $WORK/nginx/nginx.pid;
-events { worker_connections 16384; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  keepalive_timeout 120s;
-  server {
-    listen 127.0.0.1:$UP;
-    ${NGINX_EXTRA:-}
-    location / { default_type application/json; return 200 '{"ok":true,"padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}\n'; }
-  }
-}
-NG
+. "$ROOT/Benchmarks/nginx-upstream.sh"
+nginx_upstream_conf "$WORK/nginx" "$UP" "${NGINX_EXTRA:-}
+        location / { default_type application/json; return 200 '{\"ok\":true,\"padding\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\\n'; }"
 $ON_REST nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
 $ON_REST redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" & pids+=($!)
 "$DEV" init-ca --state "$WORK/device" >/dev/null 2>&1

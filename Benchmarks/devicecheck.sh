@@ -95,24 +95,10 @@ openssl pkey -in "$PKI/AuthKey_XYZ1234567.p8" -pubout -out "$PKI/AuthKey.pub.pem
 [ -s "$PKI/AuthKey.pub.pem" ] && [ -s "$PKI/server.crt" ] || { echo "openssl failed" >&2; exit 1; }
 
 # --- Upstream: nginx; /bits/ and /promo/ answer Set-Device-Bits.
-mkdir -p "$WORK/nginx/logs"
-cat >"$WORK/nginx/nginx.conf" <<NG
-worker_processes 1;
-error_log $WORK/nginx/logs/error.log warn;
-pid $WORK/nginx/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  keepalive_timeout 120s;
-  server {
-    listen 127.0.0.1:$UP;
-    location /bits/ { add_header X-AssertGate-Set-Device-Bits "bit0=1" always; default_type application/json; return 200 '{"ok":true}\n'; }
-    location /promo/ { add_header X-AssertGate-Set-Device-Bits "bit0=1" always; default_type application/json; return 200 '{"ok":true}\n'; }
-    location / { default_type application/json; return 200 '{"ok":true}\n'; }
-  }
-}
-NG
+. "$ROOT/Benchmarks/nginx-upstream.sh"
+nginx_upstream_conf "$WORK/nginx" "$UP" "location /bits/ { add_header X-AssertGate-Set-Device-Bits \"bit0=1\" always; default_type application/json; return 200 '{\"ok\":true}\\n'; }
+        location /promo/ { add_header X-AssertGate-Set-Device-Bits \"bit0=1\" always; default_type application/json; return 200 '{\"ok\":true}\\n'; }
+        location / { default_type application/json; return 200 '{\"ok\":true}\\n'; }"
 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
 redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" & pids+=($!)
 

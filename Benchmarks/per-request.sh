@@ -83,24 +83,8 @@ wait_listening() {
     for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1
 }
 
-mkdir -p "$WORK/up"
-cat >"$WORK/up/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid $WORK/up/nginx.pid;
-error_log $WORK/up/error.log warn;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    keepalive_requests 1000000000;
-    keepalive_timeout 300s;
-    server {
-        listen 127.0.0.1:$UP backlog=4096;
-        location = /hello { default_type application/json; return 200 '{"service":"legacy-api","msg":"hello","ok":true,"pad":"xxxxxxx"}'; }
-        location / { return 404; }
-    }
-}
-EOF
+. "$ROOT/Benchmarks/nginx-upstream.sh"
+nginx_upstream_conf "$WORK/up" "$UP" "$NGINX_HELLO_LOCATIONS"
 spawn "$WORK/up/out.log" nginx -p "$WORK/up" -c "$WORK/up/nginx.conf" -e "$WORK/up/error.log" -g 'daemon off;'
 wait_listening "$UP"
 

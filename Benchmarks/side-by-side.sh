@@ -178,27 +178,9 @@ wait_listening() {
 }
 
 # ---- the upstream: nginx, one worker, HTTP/1.1 keep-alive, 64-byte answer
-BODY='{"service":"legacy-api","msg":"hello","ok":true,"pad":"xxxxxxx"}'
-[ ${#BODY} -eq 64 ] || { echo "internal: body is ${#BODY} bytes" >&2; exit 1; }
-mkdir -p "$WORK/upstream"
-cat >"$WORK/upstream/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid $WORK/upstream/nginx.pid;
-error_log $WORK/upstream/error.log warn;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    # A proxy keeps one connection per request in flight; none may be closed under it.
-    keepalive_requests 1000000000;
-    keepalive_timeout 300s;
-    server {
-        listen 127.0.0.1:$UP backlog=4096;
-        location = /hello { default_type application/json; return 200 '$BODY'; }
-        location / { return 404; }
-    }
-}
-EOF
+. "$ROOT/Benchmarks/nginx-upstream.sh"
+[ ${#NGINX_HELLO_BODY} -eq 64 ] || { echo "internal: body is ${#NGINX_HELLO_BODY} bytes" >&2; exit 1; }
+nginx_upstream_conf "$WORK/upstream" "$UP" "$NGINX_HELLO_LOCATIONS"
 spawn "$WORK/upstream/out.log" "${ON_REST[@]}" nginx -p "$WORK/upstream" -c "$WORK/upstream/nginx.conf" -e "$WORK/upstream/error.log" -g 'daemon off;'
 UPSTREAM_PID=$SPAWNED
 wait_listening "$UP" "$UPSTREAM_PID" || { cat "$WORK/upstream/out.log" "$WORK/upstream/error.log" >&2; echo "the upstream did not start" >&2; exit 1; }

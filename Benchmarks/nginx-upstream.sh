@@ -1,0 +1,35 @@
+# Sourced by the benchmark scripts: the nginx "legacy API" every benchmark
+# puts behind the proxies, one definition instead of one per script.
+#
+#   nginx_upstream_conf DIR PORT LOCATIONS
+#
+# writes DIR/nginx.conf: one worker, HTTP/1.1 keep-alive that never closes a
+# connection under a proxy (a proxy keeps one per request in flight), no
+# access log, listening on 127.0.0.1:PORT with the given `location` blocks.
+# Start it with: nginx -p DIR -c DIR/nginx.conf -e DIR/error.log -g 'daemon off;'
+
+# GET /hello: 64 bytes of JSON (side-by-side.sh, per-request.sh).
+NGINX_HELLO_BODY='{"service":"legacy-api","msg":"hello","ok":true,"pad":"xxxxxxx"}'
+NGINX_HELLO_LOCATIONS="location = /hello { default_type application/json; return 200 '$NGINX_HELLO_BODY'; }
+        location / { return 404; }"
+
+nginx_upstream_conf() {
+    local dir=$1 port=$2 locations=$3
+    mkdir -p "$dir/logs"
+    cat >"$dir/nginx.conf" <<NG
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    keepalive_requests 1000000000;
+    keepalive_timeout 300s;
+    server {
+        listen 127.0.0.1:$port backlog=4096;
+        $locations
+    }
+}
+NG
+}
