@@ -105,13 +105,12 @@ public final class AssertionGate: RequestGate {
                 return self.eventLoop.makeSucceededFuture(
                     self.timed(started, route, self.fail(Rejection(.unknownKey, "no key stored under this id"), route)))
             }
-            guard let publicKey = try? P256PublicKey(point: stored.publicKey) else {
+            // DeviceCheck's host lookup may have cached it from the same load.
+            guard let entry = self.keys.get(headers.keyId) ?? self.cache(stored, headers.keyId) else {
                 // A stored key that does not parse cannot verify anything.
                 return self.eventLoop.makeSucceededFuture(
                     self.timed(started, route, self.fail(Rejection(.unknownKey, "the stored public key does not parse"), route)))
             }
-            let entry = KeyCache.Entry(stored: stored, publicKey: publicKey)
-            self.keys.put(headers.keyId, entry)
             return self.verifyAndCommit(entry, parsed, headers, clientDataHash, request, route, context, started)
         }.recover { error in
             // Only the key load fails this future: `verifyAndCommit` always succeeds its own.
@@ -221,10 +220,16 @@ public final class AssertionGate: RequestGate {
         else { return eventLoop.makeSucceededFuture(nil) }
         if let entry = keys.get(keyId) { return eventLoop.makeSucceededFuture(entry.stored.environment) }
         return load(keyId).assumeIsolated().map { stored -> AppEnvironment? in
-            guard let stored, let publicKey = try? P256PublicKey(point: stored.publicKey) else { return nil }
-            self.keys.put(keyId, KeyCache.Entry(stored: stored, publicKey: publicKey))
-            return stored.environment
+            stored.flatMap { self.cache($0, keyId) }?.stored.environment
         }.nonisolated().recover { _ in nil }
+    }
+
+    /// A loaded key into the worker's cache; nil when its public key does not parse.
+    private func cache(_ stored: StoredKey, _ keyId: [UInt8]) -> KeyCache.Entry? {
+        guard let publicKey = try? P256PublicKey(point: stored.publicKey) else { return nil }
+        let entry = KeyCache.Entry(stored: stored, publicKey: publicKey)
+        keys.put(keyId, entry)
+        return entry
     }
 
     /// One key load per key in flight: DeviceCheck's host lookup and the

@@ -120,11 +120,7 @@ final class DeviceBitUpdater {
                 }
                 return me.store.ackDeviceBitUpdate(id: update.id).hop(to: me.loop)
             case .unauthorized(let status, let reason):
-                me.complaints.once("unauthorized") {
-                    me.logger.error(
-                        "DeviceCheck refused the gateway's key: check deviceCheck.teamId, deviceCheck.keyId and deviceCheck.privateKey (a .p8 key with DeviceCheck enabled), and the environment's base URL",
-                        metadata: ["status": "\(status)", "detail": "\(reason)"])
-                }
+                me.complaints.keyRefused(status: status, reason: reason, logger: me.logger)
                 return me.retry(update)
             case .throttled, .failed:
                 return me.retry(update)

@@ -138,11 +138,7 @@ final class DeviceCheckService {
             }
             return .unavailable
         case .unauthorized(let status, let reason):
-            complaints.once("unauthorized") {
-                logger.error(
-                    "DeviceCheck refused the gateway's key: check deviceCheck.teamId, deviceCheck.keyId and deviceCheck.privateKey (a .p8 key with DeviceCheck enabled), and the environment's base URL",
-                    metadata: ["status": "\(status)", "detail": "\(reason)"])
-            }
+            complaints.keyRefused(status: status, reason: reason, logger: logger)
             return .unavailable
         case .throttled, .failed: return .unavailable
         }
@@ -172,6 +168,16 @@ final class DeviceCheckComplaints: Sendable {
     func once(_ kind: String, _ say: () -> Void) {
         let first = said.withLockedValue { $0.insert(kind).inserted }
         if first { say() }
+    }
+
+    /// Apple refused the gateway's key (401/403), on a request's call or an
+    /// update's: the settings to check, once.
+    func keyRefused(status: Int, reason: String, logger: Logger) {
+        once("unauthorized") {
+            logger.error(
+                "DeviceCheck refused the gateway's key: check deviceCheck.teamId, deviceCheck.keyId and deviceCheck.privateKey (a .p8 key with DeviceCheck enabled), and the environment's base URL",
+                metadata: ["status": "\(status)", "detail": "\(reason)"])
+        }
     }
 }
 

@@ -77,21 +77,16 @@ struct ExchangeState: Equatable {
     }
 
     /// The client went away. False when its answer was already whole or cut.
-    mutating func clientLeft() -> Bool {
-        switch response {
-        case .pending: response = .cut(status: 0, clientLeft: true)
-        case .streaming(let status, _): response = .cut(status: status, clientLeft: true)
-        case .sent, .cut: return false
-        }
-        return true
-    }
+    mutating func clientLeft() -> Bool { cutShort(clientLeft: true) }
 
     /// The gateway gives up on the response. True when the client is still
     /// there to be told (the front end resets the stream or closes).
-    mutating func cut() -> Bool {
+    mutating func cut() -> Bool { cutShort(clientLeft: false) }
+
+    private mutating func cutShort(clientLeft: Bool) -> Bool {
         switch response {
-        case .pending: response = .cut(status: 0, clientLeft: false)
-        case .streaming(let status, _): response = .cut(status: status, clientLeft: false)
+        case .pending: response = .cut(status: 0, clientLeft: clientLeft)
+        case .streaming(let status, _): response = .cut(status: status, clientLeft: clientLeft)
         case .sent, .cut: return false
         }
         return true

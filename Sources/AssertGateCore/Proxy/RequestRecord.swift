@@ -23,15 +23,10 @@ struct RequestRecord {
         reported = true
         let elapsed = startedAt.map { (NIODeadline.now() - $0).nanoseconds } ?? 0
         let (status, aborted) = exchange.outcome
-        var forwardedReason: ReasonToken?
-        switch outcome {
-        case .missing(let r)?, .invalid(let r)?, .unavailable(let r)?: forwardedReason = r
-        default: forwardedReason = nil
-        }
         return RequestSummary(
             requestId: request.requestId, method: request.method, target: request.target, upstream: upstream,
             status: status, reason: rejection?.reason, trust: outcome?.trustValue, durationNanoseconds: elapsed,
-            aborted: aborted, forwardedReason: forwardedReason,
+            aborted: aborted, forwardedReason: outcome?.reason,
             detail: rejection.flatMap { $0.detail.isEmpty ? nil : $0.detail })
     }
 }
