@@ -81,6 +81,8 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     /// a truncation (RFC 8446 §6.1), which a body delimited by the close
     /// must not take for its end.
     public private(set) var receivedCloseNotify = false
+    /// The protocol ALPN settled on, once the handshake is done (nil: none).
+    public private(set) var negotiatedALPN: String?
     /// A close requested while `encryptFlushedWrites` was running (e.g. from
     /// a write promise completed by its flush); performed when it returns.
     private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
@@ -240,6 +242,7 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
             self.state = .active
             self.emitCiphertext(context: context, connection: connection, promise: nil)
             context.flush()
+            self.negotiatedALPN = connection.negotiatedALPN
             self.completeHandshake(.success(()))
             context.fireUserInboundEventTriggered(TLSHandshakeCompleted(negotiatedALPN: connection.negotiatedALPN))
             // The event handler may have closed the channel.

@@ -24,9 +24,13 @@ public final class TLSClientContext: @unchecked Sendable {
     public let certificatePath: String?
     public let privateKeyPath: String?
 
-    public init(caFile: String?, certificatePath: String?, privateKeyPath: String?) throws(TLSConfigurationError) {
+    /// `alpn`: protocols offered in the ClientHello (an `h2://` upstream
+    /// offers `h2` alone, so a server that cannot speak it says so at once).
+    public init(
+        caFile: String?, certificatePath: String?, privateKeyPath: String?, alpn: [String] = []
+    ) throws(TLSConfigurationError) {
         self.sslContext = try Self.makeContext(
-            caFile: caFile, certificatePath: certificatePath, privateKeyPath: privateKeyPath)
+            caFile: caFile, certificatePath: certificatePath, privateKeyPath: privateKeyPath, alpn: alpn)
         self.caFile = caFile
         self.certificatePath = certificatePath
         self.privateKeyPath = privateKeyPath
@@ -37,7 +41,7 @@ public final class TLSClientContext: @unchecked Sendable {
     }
 
     private static func makeContext(
-        caFile: String?, certificatePath: String?, privateKeyPath: String?
+        caFile: String?, certificatePath: String?, privateKeyPath: String?, alpn: [String]
     ) throws(TLSConfigurationError) -> OpaquePointer {
         let context = try TLSServerContext.newContext(TLS_client_method())
         var success = false
@@ -72,6 +76,12 @@ public final class TLSClientContext: @unchecked Sendable {
             throw .setting(name: "client certificate '\(certificate)'", reason: "needs its privateKey")
         case (nil, let keyPath?):
             throw .setting(name: "client private key '\(keyPath)'", reason: "needs its certificate")
+        }
+        if !alpn.isEmpty {
+            let wire = try ALPN.wireFormat(alpn)
+            // SSL_CTX_set_alpn_protos returns 0 on success (unlike most of OpenSSL).
+            guard wire.withUnsafeBufferPointer({ SSL_CTX_set_alpn_protos(context, $0.baseAddress, UInt32($0.count)) }) == 0
+            else { throw .setting(name: "ALPN \(alpn)", reason: OpenSSLErrorQueue.drain()) }
         }
         success = true
         return context

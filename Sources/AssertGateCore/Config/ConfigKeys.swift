@@ -59,7 +59,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .upstream:
             return [
                 "endpoints", "connectTimeout", "responseTimeout", "idleTimeout", "maxConnectionsPerEndpoint",
-                "maxConnectionsPerClient", "tls",
+                "maxConnectionsPerClient", "maxStreamsPerConnection", "tls",
             ]
         case .route:
             return [

@@ -431,13 +431,14 @@ struct ConfigSectionParser {
             }
             // One upstream, one transport: a mix would send some requests in
             // cleartext and some not, depending on the round robin.
-            if Set(endpoints.map(\.tls)).count > 1, let enode = view["endpoints"] {
-                reader.error(at: enode, "\(path).endpoints: mixes http:// and https:// endpoints; use one scheme per upstream")
+            if Set(endpoints.map(\.scheme)).count > 1, let enode = view["endpoints"] {
+                let schemes = Set(endpoints.map { "\($0.scheme.rawValue)://" }).sorted().joined(separator: " and ")
+                reader.error(at: enode, "\(path).endpoints: mixes \(schemes) endpoints; use one scheme per upstream")
             }
             var u = UpstreamConfig(endpoints: endpoints)
             if let tnode = view["tls"], let tls = clientTLS(tnode, path: "\(path).tls") {
                 if !endpoints.isEmpty, !endpoints.contains(where: \.tls) {
-                    reader.error(at: tnode, "\(path).tls: only with https:// endpoints (the connections would not use TLS)")
+                    reader.error(at: tnode, "\(path).tls: only with https:// or h2:// endpoints (the connections would not use TLS)")
                 }
                 u.tls = tls
             }
@@ -445,9 +446,18 @@ struct ConfigSectionParser {
             if let t = reader.duration(view, "responseTimeout") { u.responseTimeout = t }
             if let t = reader.duration(view, "idleTimeout") { u.idleTimeout = t }
             if let n = reader.int(view, "maxConnectionsPerEndpoint", min: 1, max: 100_000) { u.maxConnectionsPerEndpoint = n }
+            if let n = reader.int(view, "maxStreamsPerConnection", min: 1, max: 10_000) {
+                if !endpoints.isEmpty, !endpoints.contains(where: \.isHTTP2), let node = view["maxStreamsPerConnection"] {
+                    reader.error(at: node, "\(path).maxStreamsPerConnection: only with h2c:// or h2:// endpoints (HTTP/1.1 carries one request per connection)")
+                }
+                u.maxStreamsPerConnection = n
+            }
             if let n = reader.int(view, "maxConnectionsPerClient", min: 1, max: 100_000) {
-                if n > u.maxConnectionsPerEndpoint, let node = view["maxConnectionsPerClient"] {
-                    reader.error(at: node, "\(path).maxConnectionsPerClient: \(n) exceeds maxConnectionsPerEndpoint (\(u.maxConnectionsPerEndpoint))")
+                if n > u.inFlightCapacity, let node = view["maxConnectionsPerClient"] {
+                    let what = u.isHTTP2
+                        ? "maxConnectionsPerEndpoint × maxStreamsPerConnection (\(u.inFlightCapacity))"
+                        : "maxConnectionsPerEndpoint (\(u.maxConnectionsPerEndpoint))"
+                    reader.error(at: node, "\(path).maxConnectionsPerClient: \(n) exceeds \(what)")
                 }
                 u.maxConnectionsPerClient = n
             }

@@ -51,7 +51,8 @@ public enum ConfigSummary {
         out.append("upstreams:")
         for name in config.upstreams.keys.sorted() {
             guard let u = config.upstreams[name] else { continue }
-            out.append("  \(name): \(u.endpoints.map(\.description).joined(separator: ", "))")
+            out.append("  \(name): \(u.endpoints.map(\.description).joined(separator: ", "))"
+                + (u.endpoints.first.map { "  (\($0.scheme.protocolName))" } ?? ""))
             if let first = u.endpoints.first, first.tls {
                 let tls = u.tls ?? ClientTLSConfig()
                 out.append("    tls: server verified against \(tls.caFile ?? "the system trust store") as "
@@ -59,7 +60,9 @@ public enum ConfigSummary {
             }
             out.append("    connectTimeout \(DurationParser.format(u.connectTimeout)), responseTimeout \(DurationParser.format(u.responseTimeout)), "
                 + "idleTimeout \(DurationParser.format(u.idleTimeout)), maxConnectionsPerEndpoint \(u.maxConnectionsPerEndpoint), "
-                + "maxConnectionsPerClient \(u.effectiveMaxConnectionsPerClient)\(u.maxConnectionsPerClient == nil ? " (half)" : "")")
+                + (u.isHTTP2 ? "maxStreamsPerConnection \(u.maxStreamsPerConnection), " : "")
+                + "maxConnectionsPerClient \(u.effectiveMaxConnectionsPerClient)\(u.isHTTP2 ? " streams" : "")"
+                + "\(u.maxConnectionsPerClient == nil ? " (half)" : "")")
         }
         out.append("routes (first match wins):")
         for (i, r) in config.routes.enumerated() {

@@ -111,20 +111,19 @@ enum ConfigSyntax {
 
     /// `http://host[:port][/]` or `https://host[:port][/]` (HTTP/1.1 over TLS).
     static func upstreamEndpoint(_ text: String) -> Result<UpstreamEndpoint, ValueParseError> {
-        let tls: Bool
-        if text.hasPrefix("https://") {
-            tls = true
-        } else if text.hasPrefix("http://") {
-            tls = false
-        } else {
-            return .failure(ValueParseError("'\(text)' must be an http:// or https:// URL (host and port)"))
+        // Longest scheme first: "h2c://" before "h2://", "https://" before "http://".
+        let schemes: [(String, UpstreamEndpoint.Scheme)] = [
+            ("https://", .https), ("http://", .http), ("h2c://", .h2c), ("h2://", .h2),
+        ]
+        guard let (prefix, scheme) = schemes.first(where: { text.hasPrefix($0.0) }) else {
+            return .failure(ValueParseError("'\(text)' must be an http://, https://, h2c:// or h2:// URL (host and port)"))
         }
-        var rest = Substring(text.dropFirst(tls ? "https://".count : "http://".count))
+        var rest = Substring(text.dropFirst(prefix.count))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         if rest.contains("/") || rest.contains("?") || rest.contains("@") || rest.contains("#") {
-            return .failure(ValueParseError("'\(text)' must be \(tls ? "https" : "http")://host:port without user, path or query"))
+            return .failure(ValueParseError("'\(text)' must be \(prefix)host:port without user, path or query"))
         }
-        let defaultPort = tls ? 443 : 80
+        let defaultPort = scheme.tls ? 443 : 80
         let withPort: String
         if rest.hasPrefix("[") {
             withPort = rest.hasSuffix("]") ? "\(rest):\(defaultPort)" : String(rest)
@@ -134,7 +133,7 @@ enum ConfigSyntax {
         switch hostPort(withPort) {
         case .success(let hp):
             guard hp.port > 0 else { return .failure(ValueParseError("'\(text)': port must not be 0")) }
-            return .success(UpstreamEndpoint(host: hp.host, port: hp.port, tls: tls))
+            return .success(UpstreamEndpoint(host: hp.host, port: hp.port, scheme: scheme))
         case .failure(let e):
             return .failure(ValueParseError("'\(text)': \(e.message)"))
         }

@@ -207,16 +207,44 @@ public struct TrustConfig: Sendable {
 }
 
 public struct UpstreamEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// How the gateway speaks to the endpoint: one scheme per upstream.
+    public enum Scheme: String, Sendable, Hashable, CaseIterable {
+        /// HTTP/1.1, cleartext.
+        case http
+        /// HTTP/1.1 over TLS, the server verified (`UpstreamConfig.tls`).
+        case https
+        /// HTTP/2 with prior knowledge, cleartext (RFC 9113 §3.3).
+        case h2c
+        /// HTTP/2 over TLS (ALPN `h2`), verified as `https://` is.
+        case h2
+
+        public var tls: Bool { self == .https || self == .h2 }
+        public var isHTTP2: Bool { self == .h2c || self == .h2 }
+        /// What `check-config` prints.
+        public var protocolName: String {
+            switch self {
+            case .http: return "HTTP/1.1"
+            case .https: return "HTTP/1.1 over TLS"
+            case .h2c: return "HTTP/2 cleartext (h2c)"
+            case .h2: return "HTTP/2 over TLS (h2)"
+            }
+        }
+    }
+
     public var host: String
     public var port: Int
-    /// `https://`: HTTP/1.1 over TLS, the server verified (`UpstreamConfig.tls`).
-    public var tls: Bool
-    public init(host: String, port: Int, tls: Bool = false) {
+    public var scheme: Scheme
+    public var tls: Bool { scheme.tls }
+    public var isHTTP2: Bool { scheme.isHTTP2 }
+    public init(host: String, port: Int, scheme: Scheme) {
         self.host = host
         self.port = port
-        self.tls = tls
+        self.scheme = scheme
     }
-    public var description: String { "\(tls ? "https" : "http")://\(HostPort(host: host, port: port))" }
+    public init(host: String, port: Int, tls: Bool = false) {
+        self.init(host: host, port: port, scheme: tls ? .https : .http)
+    }
+    public var description: String { "\(scheme.rawValue)://\(HostPort(host: host, port: port))" }
 }
 
 public struct UpstreamConfig: Sendable {
@@ -233,10 +261,23 @@ public struct UpstreamConfig: Sendable {
     /// (not set in the file): half of `maxConnectionsPerEndpoint`, rounded up,
     /// so a few sockets from one address cannot starve everyone else.
     public var maxConnectionsPerClient: Int?
+    /// `h2c://`/`h2://`: the most streams the gateway opens on one
+    /// connection, also bounded by the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    public var maxStreamsPerConnection: Int = 100
+    /// Requests the endpoint can carry at once, per worker: a connection
+    /// each over HTTP/1.1, `maxStreamsPerConnection` per connection over HTTP/2.
+    public var inFlightCapacity: Int {
+        let conns = max(1, maxConnectionsPerEndpoint)
+        return isHTTP2 ? conns * max(1, maxStreamsPerConnection) : conns
+    }
+    /// A client's requests in flight at one endpoint (per worker): over
+    /// HTTP/1.1 each holds a connection; over HTTP/2, a stream. Default half
+    /// of `inFlightCapacity`.
     public var effectiveMaxConnectionsPerClient: Int {
-        let cap = max(1, maxConnectionsPerEndpoint)
+        let cap = inFlightCapacity
         return min(cap, max(1, maxConnectionsPerClient ?? (cap + 1) / 2))
     }
+    public var isHTTP2: Bool { endpoints.first?.isHTTP2 ?? false }
     public init(endpoints: [UpstreamEndpoint]) {
         self.endpoints = endpoints
     }

@@ -145,6 +145,10 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
     }
 
+    /// Dropped: trailers need chunked framing and a client that asked for
+    /// them (`TE: trailers`); HTTP/1.1 clients of a gRPC service are rare.
+    func sendResponseTrailers(_ fields: HTTPHeaders) {}
+
     func sendResponseEnd() {
         guard let context, responding else { return }
         responding = false

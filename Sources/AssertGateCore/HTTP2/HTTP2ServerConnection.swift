@@ -226,6 +226,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             } else {
                 consume(streamId: id, bytes: buffer.readableBytes)
             }
+        case .trailers(let id, let fields):
+            lookupStream(id)?.pipeline?.receiveTrailers(fields)
         case .end(let id):
             lookupStream(id)?.pipeline?.receiveEnd()
         case .closed(let id, _):
@@ -246,6 +248,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             charge(&pingBudget)
         case .resetReceived:
             charge(&clientResetBudget)
+        case .goAwayReceived, .pingAcked:
+            break  // a client's GOAWAY: its open streams finish; the close follows
         }
     }
 
@@ -309,6 +313,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             submitFailed(stream, error)
         }
         scheduleFlush()
+    }
+
+    /// Trailers to follow the stream's body (sent when its end is taken).
+    func setTrailers(_ stream: HTTP2Stream, _ fields: HTTPHeaders) {
+        session?.setTrailers(stream.id, fields)
     }
 
     private func submitFailed(_ stream: HTTP2Stream, _ error: HTTP2SessionError) {

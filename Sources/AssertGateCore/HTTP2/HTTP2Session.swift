@@ -18,10 +18,9 @@ import NIOHTTP1
 /// the source). Memory lent to nghttp2 (fed bytes, header lists) is valid only
 /// inside the call that lends it.
 ///
-/// Only the server side exists. A client session (h2 upstreams) is the same
-/// object made with `nghttp2_session_client_new2`: `submitRequest` in place
-/// of the `submitResponse` pair, response heads as its `headCategory`, and the
-/// same events.
+/// Both sides are this one object: `server` for the front end (requests in,
+/// `submitResponse`), `client` for `h2c://`/`h2://` upstreams (`submitRequest`,
+/// responses in). The events are the same; a client's heads carry `:status`.
 final class HTTP2Session {
     /// What the session advertises and enforces.
     struct Settings {
@@ -45,8 +44,11 @@ final class HTTP2Session {
         /// `headerBlockEnded`, or when its stream closes.
         case headerBlockStarted(Int32)
         case headerBlockEnded(Int32)
-        /// A stream's head, complete (a request's, on a server).
+        /// A stream's head, complete (a request's on a server, a final
+        /// response's on a client: 1xx heads are dropped).
         case head(Int32, HTTP2HeaderBlock, endStream: Bool)
+        /// Trailer fields (pseudo-headers dropped), before the stream's `end`.
+        case trailers(Int32, HTTPHeaders)
         /// Body bytes: a view of the fed buffer when they lie in it (no copy).
         case data(Int32, ByteBuffer)
         /// The peer ended its half (END_STREAM on DATA or trailers).
@@ -68,6 +70,10 @@ final class HTTP2Session {
         case pingReceived
         case emptyDataReceived(Int32)
         case resetReceived(Int32)
+        /// The peer is going away: streams above `lastStreamId` were never
+        /// processed (nghttp2 closes them with REFUSED_STREAM).
+        case goAwayReceived(lastStreamId: Int32, errorCode: UInt32)
+        case pingAcked
     }
 
     private let raw: OpaquePointer
@@ -75,6 +81,7 @@ final class HTTP2Session {
     private let allocator: ByteBufferAllocator
     /// The HEADERS category that opens a stream's head here (a request's on a server).
     private let headCategory: nghttp2_headers_category
+    private var isClient: Bool { headCategory == NGHTTP2_HCAT_RESPONSE }
 
     /// The caller's event list, lent for the length of `feed`/`drain`.
     private var events: [Event] = []
@@ -93,6 +100,10 @@ final class HTTP2Session {
         var source: (any HTTP2DataSource)?
         /// The source said `.deferred`: nghttp2 waits for `resume`.
         var deferred = false
+        /// Client: a final (non-1xx) response head arrived; later HEADERS are trailers.
+        var finalHeadSeen = false
+        /// Trailers to send once the source's last byte is out (`setTrailers`).
+        var trailers: HTTPHeaders?
     }
     private var streams: [Int32: StreamState] = [:]
 
@@ -100,9 +111,10 @@ final class HTTP2Session {
     /// as a block's frames may not interleave with others.
     private struct HeaderBlock {
         var streamId: Int32 = 0  // 0: none
-        /// A head (else trailers: counted, not decoded).
+        /// A head (else trailers).
         var isHead = false
         var head = HTTP2HeaderBlock()
+        var trailers = HTTPHeaders()
         /// `cookie` crumbs, joined into one field when the block ends.
         var cookies: [String] = []
         var listBytes = 0
@@ -112,6 +124,9 @@ final class HTTP2Session {
         var handedOver = false
     }
     private var block = HeaderBlock()
+    /// Streams whose source gave its last byte and that have trailers: the
+    /// trailers are submitted after `mem_send` returns (never from a callback).
+    private var trailersDue: [Int32] = []
     /// HEADERS + CONTINUATION payload of the block in progress, as sent.
     private var blockWireBytes = 0
 
@@ -167,6 +182,44 @@ final class HTTP2Session {
         return session
     }
 
+    /// A client session (an `h2c://`/`h2://` upstream connection): the
+    /// preface and SETTINGS are queued (the first `drain` sends them). Push is
+    /// refused; windows open as the owner takes response bytes (`consume`).
+    static func client(_ settings: Settings, allocator: ByteBufferAllocator) throws(HTTP2SessionError) -> HTTP2Session {
+        var cbs: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&cbs) == 0, let cbs else {
+            throw HTTP2SessionError(code: NGHTTP2_ERR_NOMEM.rawValue)
+        }
+        defer { nghttp2_session_callbacks_del(cbs) }
+        installCallbacks(cbs)
+        var opt: OpaquePointer?
+        guard nghttp2_option_new(&opt) == 0, let opt else { throw HTTP2SessionError(code: NGHTTP2_ERR_NOMEM.rawValue) }
+        defer { nghttp2_option_del(opt) }
+        nghttp2_option_set_no_auto_window_update(opt, 1)
+        // Until the server's SETTINGS say otherwise (RFC 9113 leaves it unlimited).
+        nghttp2_option_set_peer_max_concurrent_streams(opt, UInt32(clamping: settings.maxConcurrentStreams))
+        nghttp2_option_set_max_continuations(opt, 8)
+        nghttp2_option_set_max_settings(opt, 32)
+        nghttp2_option_set_max_outbound_ack(opt, 1000)
+        var c: OpaquePointer?
+        let rv = nghttp2_session_client_new2(&c, cbs, nil, opt)
+        guard rv == 0, let c else { throw HTTP2SessionError(code: rv) }
+        let session = HTTP2Session(raw: c, settings: settings, allocator: allocator, headCategory: NGHTTP2_HCAT_RESPONSE)
+        nghttp2_session_set_user_data(c, Unmanaged.passUnretained(session).toOpaque())
+        var entries = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialStreamWindow),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: UInt32(clamping: settings.maxHeaderListBytes)),
+        ]
+        let srv = nghttp2_submit_settings(c, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        guard srv == 0 else { throw HTTP2SessionError(code: srv) }
+        _ = nghttp2_session_set_local_window_size(c, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, settings.connectionWindow)
+        return session
+    }
+
     /// The only place the session is freed: nothing else holds `raw`.
     deinit {
         nghttp2_session_del(raw)
@@ -178,6 +231,12 @@ final class HTTP2Session {
     var wantsWrite: Bool { nghttp2_session_want_write(raw) != 0 }
     /// Streams whose head has begun and that nghttp2 has not closed.
     var hasOpenStreams: Bool { !streams.isEmpty }
+    var openStreams: Int { streams.count }
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (before its SETTINGS: the
+    /// assumed `settings.maxConcurrentStreams`).
+    var remoteMaxConcurrentStreams: Int {
+        Int(nghttp2_session_get_remote_settings(raw, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+    }
 
     /// The head being received when the session failed, if any: what was
     /// decoded of it, its block's size on the wire so far, and whether it had
@@ -220,12 +279,16 @@ final class HTTP2Session {
         let allocator = self.allocator
         let result: Int = recording(into: &events) {
             while true {
+                if !trailersDue.isEmpty { submitDueTrailers() }
                 var ptr: UnsafePointer<UInt8>?
                 insideNghttp2 = true
                 let n = nghttp2_session_mem_send(raw, &ptr)
                 insideNghttp2 = false
                 if n < 0 { return n }
-                guard n > 0, let ptr else { return 0 }
+                guard n > 0, let ptr else {
+                    if trailersDue.isEmpty { return 0 }
+                    continue
+                }
                 if out == nil { out = allocator.buffer(capacity: max(4096, n)) }
                 out?.writeBytes(UnsafeRawBufferPointer(start: ptr, count: n))
                 if let o = out, o.readableBytes >= limit { return 1 }
@@ -313,6 +376,62 @@ final class HTTP2Session {
         return rv
     }
 
+    /// A request on a client session, its header list as `head` holds it.
+    /// No `body`: the HEADERS end the stream. Returns the stream's id.
+    func submitRequest(_ head: UpstreamH2Head, body: (any HTTP2DataSource)?) throws(HTTP2SessionError) -> Int32 {
+        assertOutsideCallbacks()
+        var nva: [nghttp2_nv] = []
+        nva.reserveCapacity(head.spans.count)
+        let id = head.bytes.withUnsafeBufferPointer { buf -> Int32 in
+            guard let b = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
+            let base = UnsafeMutablePointer(mutating: b)
+            for (ns, nl, vs, vl) in head.spans {
+                nva.append(nghttp2_nv(name: base + ns, value: base + vs, namelen: nl, valuelen: vl, flags: 0))
+            }
+            // nghttp2 copies the list (and the provider) before it returns.
+            guard body != nil else { return nghttp2_submit_request(raw, nil, nva, nva.count, nil, nil) }
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readCallback)
+            return nghttp2_submit_request(raw, nil, nva, nva.count, &provider, nil)
+        }
+        guard id > 0 else { throw HTTP2SessionError(code: id) }
+        var state = StreamState()
+        state.source = body
+        streams[id] = state
+        return id
+    }
+
+    /// Trailers for `streamId`, sent after its source's last byte (the source
+    /// must not have ended yet; the owner resumes it to deliver the end).
+    func setTrailers(_ streamId: Int32, _ fields: HTTPHeaders) {
+        guard streams[streamId] != nil, !fields.isEmpty else { return }
+        streams[streamId]?.trailers = fields
+    }
+
+    private func submitDueTrailers() {
+        let due = trailersDue
+        trailersDue.removeAll(keepingCapacity: true)
+        for id in due {
+            guard let fields = streams[id]?.trailers else { continue }
+            streams[id]?.trailers = nil
+            _ = withNVScratch { bytes, spans, nva -> Int32 in
+                for (name, value) in fields {
+                    Self.appendNV(name, value, flags: 0, bytes: &bytes, spans: &spans)
+                }
+                return bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
+                    guard let base = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
+                    for s in spans { nva.append(s.nv(base)) }
+                    return nghttp2_submit_trailer(raw, id, nva, nva.count)
+                }
+            }
+        }
+    }
+
+    /// A PING whose ACK (`pingAcked`) shows the peer alive.
+    func ping() {
+        assertOutsideCallbacks()
+        _ = nghttp2_submit_ping(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    }
+
     /// A deferred stream's source has bytes (or its end) again: true when
     /// nghttp2 was waiting for it, so there is output to drain.
     func resume(_ streamId: Int32) -> Bool {
@@ -321,6 +440,21 @@ final class HTTP2Session {
         streams[streamId]?.deferred = false
         _ = nghttp2_session_resume_data(raw, streamId)
         return true
+    }
+
+    /// Client side: the connection's window opens as response bytes arrive
+    /// (one stream held back must not stall the others), the stream's only
+    /// as its client takes them (`consumeStream`).
+    func consumeConnection(bytes: Int) {
+        assertOutsideCallbacks()
+        guard bytes > 0 else { return }
+        _ = nghttp2_session_consume_connection(raw, bytes)
+    }
+
+    func consumeStream(_ streamId: Int32, bytes: Int) {
+        assertOutsideCallbacks()
+        guard bytes > 0 else { return }
+        _ = nghttp2_session_consume_stream(raw, streamId, bytes)
     }
 
     /// `bytes` of the stream's body were taken: open the stream's and the
@@ -423,8 +557,15 @@ final class HTTP2Session {
     fileprivate func cbBeginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         guard frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
         let id = frame.pointee.hd.stream_id
-        let isHead = frame.pointee.headers.cat == headCategory
-        if isHead { streams[id] = StreamState() }
+        let cat = frame.pointee.headers.cat
+        let isHead: Bool
+        if isClient {
+            // A final head after a 1xx arrives as HCAT_HEADERS: a head until one was final.
+            isHead = cat == headCategory || (cat == NGHTTP2_HCAT_HEADERS && streams[id]?.finalHeadSeen == false)
+        } else {
+            isHead = cat == headCategory
+            if isHead { streams[id] = StreamState() }
+        }
         let stream = streams[id]
         block = HeaderBlock(
             streamId: id, isHead: isHead, listBytes: stream?.headerListBytes ?? 0, overLimit: stream?.headTooLarge ?? false)
@@ -453,13 +594,20 @@ final class HTTP2Session {
             block.cookies = []
             return 0
         }
-        guard block.isHead else { return 0 }  // trailers: counted, not forwarded
+        guard block.isHead else {
+            // Trailers carry no pseudo-headers (nghttp2 refuses them).
+            if name.first != UInt8(ascii: ":") {
+                block.trailers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+            }
+            return 0
+        }
         if name.first == UInt8(ascii: ":") {
             let v = String(decoding: value, as: UTF8.self)
             switch String(decoding: name, as: UTF8.self) {
             case ":method": block.head.method = v
             case ":path": block.head.path = v
             case ":authority": block.head.authority = v
+            case ":status": block.head.status = Int(v)
             default: break  // :scheme is the transport's, :protocol unsupported
             }
             return 0
@@ -487,15 +635,20 @@ final class HTTP2Session {
             let ended = id == block.streamId ? block : nil
             if ended != nil { endBlock() }
             guard streams[id] != nil else { return 0 }
-            if frame.pointee.headers.cat == headCategory {
-                if let ended, ended.overLimit {
+            if let ended, ended.isHead {
+                if isClient, let status = ended.head.status, (100..<200).contains(status) {
+                    return 0  // informational: the final head follows
+                }
+                if isClient { streams[id]?.finalHeadSeen = true }
+                if ended.overLimit {
                     streams[id]?.headTooLarge = true
                     events.append(.headTooLarge(id, ended.head))
-                } else if let ended {
+                } else {
                     events.append(.head(id, ended.head, endStream: endStream))
                 }
-            } else if endStream {
-                events.append(.end(id))
+            } else {
+                if let ended, !ended.trailers.isEmpty { events.append(.trailers(id, ended.trailers)) }
+                if endStream { events.append(.end(id)) }
             }
         case NGHTTP2_DATA.rawValue:
             if endStream {
@@ -508,7 +661,14 @@ final class HTTP2Session {
         case NGHTTP2_RST_STREAM.rawValue:
             events.append(.resetReceived(id))
         case NGHTTP2_PING.rawValue:
-            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { events.append(.pingReceived) }
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+                events.append(.pingReceived)
+            } else {
+                events.append(.pingAcked)
+            }
+        case NGHTTP2_GOAWAY.rawValue:
+            events.append(
+                .goAwayReceived(lastStreamId: frame.pointee.goaway.last_stream_id, errorCode: frame.pointee.goaway.error_code))
         default:
             break
         }
@@ -557,7 +717,14 @@ final class HTTP2Session {
             streams[streamId]?.deferred = true
             return Int(NGHTTP2_ERR_DEFERRED.rawValue)
         case .bytes(let n, let end, let drained):
-            if end { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+            if end {
+                flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+                if streams[streamId]?.trailers != nil {
+                    // END_STREAM goes on the trailers, submitted once mem_send returns.
+                    flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+                    trailersDue.append(streamId)
+                }
+            }
             if drained { events.append(.drained(streamId)) }
             return n
         }

@@ -64,6 +64,11 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         connection?.resumeIfDeferred(self)
     }
 
+    func sendResponseTrailers(_ fields: HTTPHeaders) {
+        guard !isClosed, !outEnded, responseSubmitted else { return }
+        connection?.setTrailers(self, fields)
+    }
+
     func sendResponseEnd() {
         guard !isClosed, !outEnded else { return }
         outEnded = true

@@ -50,6 +50,9 @@ enum HeaderRewriter {
         return reservedNames.contains(folded)
     }
 
+    /// `lower` (a lower-cased name) is a forwarding header the gateway sets.
+    static func isReservedName(_ lower: [UInt8]) -> Bool { reservedNames.contains(lower) }
+
     /// Hop-by-hop names that are never forwarded (RFC 9110 §7.6.1 plus the usual extras).
     static func isHopByHop(_ name: String) -> Bool {
         switch name.utf8.count {

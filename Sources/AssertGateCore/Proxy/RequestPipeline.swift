@@ -29,11 +29,11 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         case deciding(Decider)
         /// Waiting for an upstream connection.
         case leasing(RouteConfig, attempt: Int)
-        case forwarding(UpstreamConnection)
+        case forwarding(any UpstreamExchange)
         /// The client left after its whole request went upstream: the
         /// exchange finishes, its answer discarded (`discarded` bytes so far),
         /// so the keep-alive connection survives a reset storm.
-        case draining(UpstreamConnection, discarded: Int)
+        case draining(any UpstreamExchange, discarded: Int)
         /// Answered, forwarded to the end, or given up: body bytes still
         /// arriving are discarded.
         case finished
@@ -63,7 +63,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// The head sent upstream, kept for a bodiless request that may be replayed
     /// once on a fresh connection (a stale keep-alive connection).
     private var upstreamHead: UpstreamRequestHead?
+    /// A gate-buffered body kept for an HTTP/2 upstream until its response
+    /// starts: a stream the server refused (GOAWAY) is sent again whole.
+    private var replayBody: ByteBuffer?
     private var replayed = false
+    /// Request trailers (HTTP/2 client) waiting for the upstream exchange.
+    private var pendingTrailers: HTTPHeaders?
     /// Bytes of this request's body counted against the worker's buffering
     /// budget (`limits.maxBufferedBodyBytes`).
     private var bufferReserved = 0
@@ -82,7 +87,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var asserted = false
     /// The upstream's response, held back until the bit update it asked for
     /// is queued in the store (risk.md §3: before the head goes out).
-    private var heldResponse: (head: UpstreamResponseHead, parts: [ByteBuffer], ended: Bool)?
+    private var heldResponse: (head: UpstreamResponseHead, parts: [ByteBuffer], trailers: HTTPHeaders?, ended: Bool)?
 
     static let maxDiscardBytes = 256 << 10
 
@@ -173,6 +178,34 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         if exchange.responseStarted { fail() } else { answer(Rejection(.malformedRequest, "invalid chunked framing")) }
     }
 
+    /// The client's trailers (HTTP/2): forwarded to an HTTP/2 upstream
+    /// before the end, without the names only the gateway may set.
+    func receiveTrailers(_ fields: HTTPHeaders) {
+        guard !exchange.requestIsComplete else { return }
+        let kept = Self.filterTrailers(fields, prefix: snapshot.trustPrefixLower)
+        guard !kept.isEmpty else { return }
+        switch stage {
+        case .forwarding(let conn): conn.sendTrailers(kept)
+        case .finished, .draining: break
+        default: pendingTrailers = kept
+        }
+    }
+
+    /// Trailers either way lose hop-by-hop fields, pseudo-headers, the
+    /// forwarding names and every trust-prefixed name: a trailer must never
+    /// say what only the gateway may (a server that merges trailers into
+    /// headers would read it as the gateway's word).
+    static func filterTrailers(_ fields: HTTPHeaders, prefix: [UInt8]) -> HTTPHeaders {
+        var out = HTTPHeaders()
+        for (name, value) in fields {
+            if name.utf8.first == UInt8(ascii: ":") || HeaderRewriter.isHopByHop(name) { continue }
+            let lower = name.utf8.map(ASCII.lower)
+            if lower.starts(with: prefix) || HeaderRewriter.isReservedName(lower) { continue }
+            out.add(name: name, value: value)
+        }
+        return out
+    }
+
     func receiveEnd() {
         guard exchange.completeRequest() else { return }
         stopBodyClock()
@@ -199,13 +232,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         switch stage {
         case .forwarding(let conn):
-            if exchange.requestIsComplete, pendingBody.isEmpty, !conn.isClosed, !heldBack {
+            if exchange.requestIsComplete, pendingBody.isEmpty, !conn.isClosed, !heldBack, conn.drainForLeavingClient() {
                 // The request is complete upstream: let the exchange finish (the answer is
                 // discarded, at most `maxDiscardBytes`) so the keep-alive connection survives
                 // a reset storm, within the upstream's response timeout from now. Until then
                 // the request still counts against the connection's stream limit.
                 stage = .draining(conn, discarded: 0)
-                conn.drainForLeavingClient()
                 return
             }
             // Mid-request, or the response was held back for this client
@@ -420,7 +452,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         case .forward(let outcome):
             record.outcome = outcome
             // Already counted as consumed when it arrived: written without credit.
-            if let body, body.readableBytes > 0 { bufferedForUpstream = body }
+            if let body, body.readableBytes > 0 {
+                bufferedForUpstream = body
+                if snapshot.config.upstreams[route.upstream]?.isHTTP2 == true { replayBody = body }
+            }
             let framing: RequestBodyFraming
             if let body {
                 framing = bodyInfo.framing == .none && body.readableBytes == 0 ? .none : .contentLength(body.readableBytes)
@@ -458,12 +493,18 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
         }
         stage = .leasing(route, attempt: attempt)
+        var config = upstream
+        // A gRPC client's deadline caps how long the gateway waits for the answer.
+        if let cap = GRPCTimeout.parse(request.headers.first(name: "grpc-timeout")), cap < config.responseTimeout {
+            config.responseTimeout = cap
+        }
         worker.upstreams.lease(
-            name: route.upstream, config: upstream, tls: snapshot.upstreamTLS[route.upstream],
-            client: request.clientAddress, delegate: self)
+            name: route.upstream, config: config, tls: snapshot.upstreamTLS[route.upstream],
+            client: request.clientAddress, wantsTrailers: config.isHTTP2 && Self.wantsTrailers(request.headers),
+            delegate: self)
     }
 
-    private func writeBody(_ buffer: ByteBuffer, to conn: UpstreamConnection) {
+    private func writeBody(_ buffer: ByteBuffer, to conn: any UpstreamExchange) {
         let n = buffer.readableBytes
         let promise = worker.eventLoop.makePromise(of: Void.self)
         let bound = NIOLoopBound(self, eventLoop: worker.eventLoop)
@@ -495,6 +536,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         if queued > 0, !exchange.clientIsGone { sink.requestBodyConsumed(queued) }
         bodyBuffer = nil
         bufferedForUpstream = nil
+        replayBody = nil
         heldResponse = nil
         releaseBufferReservation()
         guard !exchange.responseStarted else { return fail() }
@@ -555,6 +597,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         // Anything still queued is dropped.
         pendingBody.removeAll()
         bufferedForUpstream = nil
+        replayBody = nil
         bodyBuffer = nil
         report()
         sink.pipelineFinished()
@@ -571,15 +614,19 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     // MARK: UpstreamExchangeDelegate
 
-    func upstreamLeased(_ connection: UpstreamConnection) {
+    func upstreamLeased(_ connection: any UpstreamExchange) {
         guard case .leasing = stage, let head = upstreamHead else {
             connection.releaseUnused()
             return
         }
         stage = .forwarding(connection)
-        // Kept only for bodiless requests: they may be replayed on a stale keep-alive connection.
-        if !bodyInfo.isEmpty { upstreamHead = nil }
-        let endNow = exchange.requestIsComplete && pendingBody.isEmpty && bufferedForUpstream == nil
+        // Kept for bodiless requests (they may be replayed on a stale keep-alive
+        // connection) and for bodies kept whole for an HTTP/2 replay.
+        if !bodyInfo.isEmpty, replayBody == nil { upstreamHead = nil }
+        if replayed, let body = replayBody { bufferedForUpstream = body }
+        let trailers = pendingTrailers
+        pendingTrailers = nil
+        let endNow = exchange.requestIsComplete && pendingBody.isEmpty && bufferedForUpstream == nil && trailers == nil
         connection.sendHead(head, end: endNow)
         if endNow { return }
         if let buffered = bufferedForUpstream {
@@ -591,6 +638,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         for b in queued { writeBody(b, to: connection) }
         // A buffered body is in the socket's hands now.
         releaseBufferReservation()
+        if let trailers { connection.sendTrailers(trailers) }
         if exchange.requestIsComplete { connection.sendEnd() }
     }
 
@@ -604,6 +652,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         answer(Rejection(error))
     }
 
+    /// `TE: trailers` from the client (gRPC sends it; an HTTP/2 upstream gets it back).
+    static func wantsTrailers(_ headers: HTTPHeaders) -> Bool {
+        for value in headers[canonicalForm: "te"] where ASCII.equalsCI(String(value), "trailers") { return true }
+        return false
+    }
+
     private var isIdempotent: Bool {
         switch request.method {
         case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE": return true
@@ -613,11 +667,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard case .forwarding(let conn) = stage else { return }
+        replayBody = nil
         var head = head
         if let setBits = Self.removeTrustFields(&head, prefix: snapshot.trustPrefixLower),
             let queued = queueBitUpdate(setBits)
         {
-            heldResponse = (head, [], false)
+            heldResponse = (head, [], nil, false)
             conn.pauseReads()
             let bound = NIOLoopBound(self, eventLoop: worker.eventLoop)
             queued.whenComplete { _ in bound.value.releaseHeldResponse() }
@@ -670,6 +725,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             exchange.startResponse(status: held.head.status)
             sink.sendUpstreamResponseHead(held.head, requestId: request.requestId)
             for part in held.parts { sink.sendResponseBody(part) }
+            if let trailers = held.trailers { sink.sendResponseTrailers(trailers) }
             if held.ended {
                 exchange.endResponse()
                 report()
@@ -709,6 +765,17 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
     }
 
+    func upstreamResponseTrailers(_ fields: HTTPHeaders) {
+        guard case .forwarding = stage else { return }
+        let kept = Self.filterTrailers(fields, prefix: snapshot.trustPrefixLower)
+        guard !kept.isEmpty else { return }
+        if heldResponse != nil {
+            heldResponse?.trailers = kept
+            return
+        }
+        sink.sendResponseTrailers(kept)
+    }
+
     func upstreamResponseEnd() {
         switch stage {
         case .forwarding:
@@ -734,10 +801,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     func upstreamFailed(_ error: UpstreamError) {
         switch stage {
         case .forwarding(let conn):
-            // A pooled connection the upstream had already closed (keep-alive race): nothing
-            // was answered, the request had no body and is idempotent, so send it again once.
-            if error == .connectionLost, !exchange.responseStarted, conn.exchanges > 1, !conn.responseStarted,
-                bodyInfo.isEmpty, isIdempotent, !replayed, upstreamHead != nil,
+            // A pooled connection the upstream had already closed (keep-alive race), or a
+            // stream an HTTP/2 upstream refused unprocessed (GOAWAY): nothing was answered,
+            // so send it again once: a bodiless idempotent request, or any request the
+            // server refused whose body is kept whole.
+            if !exchange.responseStarted, !replayed, upstreamHead != nil, conn.mayReplay(after: error),
+                error == .refusedStream ? (bodyInfo.isEmpty || replayBody != nil) : (bodyInfo.isEmpty && isIdempotent),
                 let route = snapshot.route(method: request.method, path: request.path)
             {
                 replayed = true

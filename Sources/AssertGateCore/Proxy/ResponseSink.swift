@@ -12,6 +12,9 @@ protocol ResponseSink: AnyObject {
     /// The upstream's head, hop-by-hop fields marked; `X-Request-Id` is set to `requestId`.
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String)
     func sendResponseBody(_ buffer: ByteBuffer)
+    /// Trailer fields to go before the end (HTTP/2 only: an HTTP/1.1 client
+    /// gets none, as documented).
+    func sendResponseTrailers(_ fields: HTTPHeaders)
     func sendResponseEnd()
     /// The response cannot be completed: reset the stream / close the connection.
     func abortResponse()

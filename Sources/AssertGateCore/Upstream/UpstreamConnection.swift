@@ -1,20 +1,23 @@
 import GatewayTLS
 import NIOCore
+import NIOHTTP1
 
 /// Receives one exchange's events. All calls on the worker's event loop.
 protocol UpstreamExchangeDelegate: AnyObject {
-    func upstreamLeased(_ connection: UpstreamConnection)
+    func upstreamLeased(_ exchange: any UpstreamExchange)
     func upstreamLeaseFailed(_ error: UpstreamError)
     /// The head's bytes are the parser's: read them before returning.
     func upstreamResponseHead(_ head: UpstreamResponseHead)
     func upstreamResponseBody(_ buffer: ByteBuffer)
+    /// Trailer fields from an HTTP/2 upstream, before `upstreamResponseEnd`.
+    func upstreamResponseTrailers(_ fields: HTTPHeaders)
     func upstreamResponseEnd()
     /// The exchange failed after the lease (before or during the response).
     func upstreamFailed(_ error: UpstreamError)
 }
 
 /// One HTTP/1.1 keep-alive connection to an endpoint, loop-confined.
-final class UpstreamConnection {
+final class UpstreamConnection: UpstreamExchange {
     let channel: Channel
     unowned let endpoint: EndpointPool
     private unowned let handler: UpstreamClientHandler
@@ -96,6 +99,10 @@ final class UpstreamConnection {
         handler.flush()
     }
 
+    /// Dropped: request trailers need chunked framing and an upstream that
+    /// reads them; HTTP/1.1 upstreams get none (README, Known limits).
+    func sendTrailers(_ fields: HTTPHeaders) {}
+
     func sendEnd() {
         if chunked { handler.writeLastChunk() }
         handler.flush()
@@ -119,10 +126,17 @@ final class UpstreamConnection {
     /// The client left after the whole request was sent: the response is read
     /// and dropped so the connection can be reused, but no longer than the
     /// response timeout from now (the sweep closes it then, as for a late head).
-    func drainForLeavingClient() {
+    func drainForLeavingClient() -> Bool {
         draining = true
         let due = channel.eventLoop.now + responseTimeout
         if responseDeadline.map({ $0 > due }) ?? true { responseDeadline = due }
+        return true
+    }
+
+    /// A pooled connection the upstream had already closed (the keep-alive
+    /// race): nothing of the response came back on it.
+    func mayReplay(after error: UpstreamError) -> Bool {
+        error == .connectionLost && exchanges > 1 && !responseStarted
     }
 
     /// The exchange is abandoned (client gone, error): never reuse this connection.

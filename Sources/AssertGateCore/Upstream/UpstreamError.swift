@@ -17,13 +17,19 @@ enum UpstreamError: Error, Equatable {
     case invalidResponse
     /// The route names an upstream with no endpoints.
     case noEndpoints
+    /// An HTTP/2 upstream refused the stream (REFUSED_STREAM, or above a
+    /// GOAWAY's last stream id): it never processed it, so it may be sent again.
+    case refusedStream
+    /// An HTTP/2 upstream reset the stream after taking it.
+    case streamReset
 
     var isConnectFailure: Bool { self == .connectFailed || self == .connectTimeout }
 
     var reason: ReasonToken {
         switch self {
         case .responseTimeout, .queueTimeout: return .upstreamTimeout
-        case .connectFailed, .connectTimeout, .connectionLost, .invalidResponse, .noEndpoints: return .upstreamUnavailable
+        case .connectFailed, .connectTimeout, .connectionLost, .invalidResponse, .noEndpoints, .refusedStream, .streamReset:
+            return .upstreamUnavailable
         }
     }
 }

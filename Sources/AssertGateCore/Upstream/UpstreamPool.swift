@@ -22,6 +22,8 @@ final class UpstreamPool {
         var endpoint: UpstreamEndpoint
     }
     private var endpoints: [PoolKey: EndpointPool] = [:]
+    /// `h2c://`/`h2://` endpoints: multiplexed connections.
+    private var h2Endpoints: [PoolKey: H2EndpointPool] = [:]
     private var roundRobin: [String: Int] = [:]
     /// Connections with an exchange in progress (for the response-timeout sweep).
     private var inflight: [UpstreamConnection] = []
@@ -50,6 +52,7 @@ final class UpstreamPool {
         sweepTask?.cancel()
         sweepTask = nil
         for pool in endpoints.values { pool.closeIdle(olderThan: nil) }
+        for pool in h2Endpoints.values { pool.closeIdle() }
     }
 
     /// The pool `endpointPool` found last: requests mostly go to the same
@@ -93,7 +96,7 @@ final class UpstreamPool {
     /// `tls`: how the upstream's `https://` endpoints are reached (the request's snapshot's).
     /// `client`: the downstream client's address, for `maxConnectionsPerClient`.
     func lease(
-        name: String, config: UpstreamConfig, tls: UpstreamTLS?, client: String? = nil,
+        name: String, config: UpstreamConfig, tls: UpstreamTLS?, client: String? = nil, wantsTrailers: Bool = false,
         delegate: UpstreamExchangeDelegate
     ) {
         guard !config.endpoints.isEmpty else {
@@ -101,11 +104,40 @@ final class UpstreamPool {
             return
         }
         let now = NIODeadline.now()
+        if config.isHTTP2 {
+            return pickH2Endpoint(name: name, config: config, now: now).lease(
+                config: config, tls: tls, client: client, wantsTrailers: wantsTrailers, delegate: delegate, now: now)
+        }
         guard let ep = pickEndpoint(name: name, config: config, now: now) else {
             delegate.upstreamLeaseFailed(.noEndpoints)
             return
         }
         ep.lease(config: config, tls: tls, client: client, delegate: delegate, now: now)
+    }
+
+    func h2EndpointPool(upstream: String, _ endpoint: UpstreamEndpoint) -> H2EndpointPool {
+        let key = PoolKey(upstream: upstream, endpoint: endpoint)
+        if let found = h2Endpoints[key] { return found }
+        let p = H2EndpointPool(endpoint: endpoint, pool: self)
+        h2Endpoints[key] = p
+        return p
+    }
+
+    /// Round robin over an HTTP/2 upstream's endpoints, skipping ejected ones (unless all are).
+    private func pickH2Endpoint(name: String, config: UpstreamConfig, now: NIODeadline) -> H2EndpointPool {
+        let eps = config.endpoints
+        let start = roundRobin[name, default: 0]
+        roundRobin[name] = start &+ 1
+        for i in 0..<eps.count {
+            let p = h2EndpointPool(upstream: name, eps[(start &+ i) % eps.count])
+            if !p.isEjected(now: now) { return p }
+        }
+        return h2EndpointPool(upstream: name, eps[start % eps.count])
+    }
+
+    /// HTTP/2 connections open to `upstream` on this worker (tests, benchmarks).
+    func h2ConnectionCount(upstream: String) -> Int {
+        h2Endpoints.filter { $0.key.upstream == upstream }.reduce(0) { $0 + $1.value.connectionCount }
     }
 
     func trackInflight(_ c: UpstreamConnection) {
@@ -146,6 +178,8 @@ final class UpstreamPool {
         // for free the next time it is needed.
         endpoints = endpoints.filter { !$0.value.isForgettable }
         lastPool = nil
+        for pool in h2Endpoints.values { pool.sweep(now: now) }
+        h2Endpoints = h2Endpoints.filter { !$0.value.isForgettable }
     }
 }
 

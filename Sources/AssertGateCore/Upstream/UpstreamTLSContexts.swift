@@ -35,6 +35,8 @@ public struct UpstreamTLSContexts: Sendable {
         /// SHA-256 over the files' bytes (CA, certificate, key), to notice a
         /// file replaced in place; nil when one could not be read.
         let fingerprint: [UInt8]?
+        /// Offers ALPN `h2` (an `h2://` upstream).
+        let http2: Bool
         let tls: UpstreamTLS
     }
     private static let generations = NIOLockedValueBox<UInt64>(0)
@@ -59,21 +61,22 @@ public struct UpstreamTLSContexts: Sendable {
         where upstream.endpoints.contains(where: \.tls) {
             let settings = upstream.tls ?? ClientTLSConfig()
             let fingerprint = Self.fingerprint(settings)
-            if let old = previous?.byUpstream[name], old.settings == settings, let fingerprint,
-                old.fingerprint == fingerprint
+            if let old = previous?.byUpstream[name], old.settings == settings, old.http2 == upstream.isHTTP2,
+                let fingerprint, old.fingerprint == fingerprint
             {
                 entries[name] = old
                 continue
             }
             do {
                 let context = try TLSClientContext(
-                    caFile: settings.caFile, certificatePath: settings.certificate, privateKeyPath: settings.privateKey)
+                    caFile: settings.caFile, certificatePath: settings.certificate, privateKeyPath: settings.privateKey,
+                    alpn: upstream.isHTTP2 ? ["h2"] : [])
                 let generation = Self.generations.withLockedValue { g -> UInt64 in
                     g += 1
                     return g
                 }
                 let tls = UpstreamTLS(context: context, serverName: settings.serverName, generation: generation)
-                entries[name] = Entry(settings: settings, fingerprint: fingerprint, tls: tls)
+                entries[name] = Entry(settings: settings, fingerprint: fingerprint, http2: upstream.isHTTP2, tls: tls)
             } catch {
                 throw LoadError(upstream: name, underlying: error)
             }

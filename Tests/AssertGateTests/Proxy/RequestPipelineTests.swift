@@ -28,6 +28,8 @@ final class RecordingSink: ResponseSink {
     }
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) { status = head.status }
     func sendResponseBody(_ buffer: ByteBuffer) { body += String(buffer: buffer) }
+    var trailers: HTTPHeaders?
+    func sendResponseTrailers(_ fields: HTTPHeaders) { trailers = fields }
     func sendResponseEnd() { ended = true }
     func abortResponse() { aborted = true }
     func requestBodyConsumed(_ bytes: Int) { consumed += bytes }

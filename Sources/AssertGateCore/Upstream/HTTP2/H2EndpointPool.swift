@@ -1,0 +1,305 @@
+import GatewayTLS
+import Logging
+import NIOCore
+import NIOPosix
+
+/// The HTTP/2 connections of one worker to one `h2c://`/`h2://` endpoint of
+/// one upstream. A request gets a stream on the connection with the fewest
+/// free slots that still has one (packing streams keeps connections few);
+/// a new connection is opened only when every one is full, up to
+/// `maxConnectionsPerEndpoint`; past that, requests wait (until their
+/// response timeout) for a stream to end. A client address may hold at most
+/// `effectiveMaxConnectionsPerClient` streams at once, so a few clients
+/// cannot take every slot. Loop-confined.
+final class H2EndpointPool {
+    let endpoint: UpstreamEndpoint
+    unowned let pool: UpstreamPool
+    private var connections: [UpstreamH2Connection] = []
+    /// Connections retired (GOAWAY, reload) whose streams are finishing.
+    private var retiring: [UpstreamH2Connection] = []
+    private var connecting = 0
+    private var waiters = CircularBuffer<Waiter>()
+    private var perClient: [String: Int] = [:]
+    private var config: UpstreamConfig?
+    private var tls: UpstreamTLS?
+    private var consecutiveFailures = 0
+    private var ejectedUntil: NIODeadline?
+    private var loggedConnectFailure = false
+
+    struct Waiter {
+        var delegate: UpstreamExchangeDelegate
+        var deadline: NIODeadline
+        var client: String?
+        var responseTimeout: TimeAmount
+        var wantsTrailers: Bool
+    }
+
+    init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
+        self.endpoint = endpoint
+        self.pool = pool
+    }
+
+    var isForgettable: Bool {
+        connections.isEmpty && retiring.isEmpty && connecting == 0 && waiters.isEmpty && consecutiveFailures == 0
+            && ejectedUntil == nil
+    }
+
+    func isEjected(now: NIODeadline) -> Bool {
+        guard let until = ejectedUntil else { return false }
+        if until <= now {
+            ejectedUntil = nil
+            return false
+        }
+        return true
+    }
+
+    /// Connections open (ready or retiring) and being made, for tests and `/metrics`.
+    var connectionCount: Int { connections.count + retiring.count + connecting }
+
+    private var perClientCap: Int { config?.effectiveMaxConnectionsPerClient ?? Int.max }
+    private var maxConnections: Int { max(1, config?.maxConnectionsPerEndpoint ?? 1) }
+
+    func lease(
+        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, wantsTrailers: Bool,
+        delegate: UpstreamExchangeDelegate, now: NIODeadline
+    ) {
+        self.config = config
+        if endpoint.tls, let offered = tls, offered.generation > (self.tls?.generation ?? 0) {
+            self.tls = offered
+            // Verified under settings a reload replaced: no new streams there.
+            for c in connections { c.retire() }
+        }
+        let w = Waiter(
+            delegate: delegate, deadline: now + config.responseTimeout, client: client,
+            responseTimeout: config.responseTimeout, wantsTrailers: wantsTrailers)
+        if held(client) < perClientCap, let c = roomiest() {
+            return grant(w, on: c)
+        }
+        waiters.append(w)
+        connectIfNeeded()
+    }
+
+    private func held(_ client: String?) -> Int {
+        guard let client else { return 0 }
+        return perClient[client] ?? 0
+    }
+
+    /// The ready connection with a free slot that is fullest (packing).
+    private func roomiest() -> UpstreamH2Connection? {
+        var best: UpstreamH2Connection?
+        for c in connections where c.hasRoom {
+            if best == nil || c.granted > (best?.granted ?? 0) { best = c }
+        }
+        return best
+    }
+
+    private func grant(_ w: Waiter, on c: UpstreamH2Connection) {
+        if let client = w.client { perClient[client, default: 0] += 1 }
+        let stream = c.grant(delegate: w.delegate, client: w.client, responseTimeout: w.responseTimeout, wantsTrailers: w.wantsTrailers)
+        w.delegate.upstreamLeased(stream)
+    }
+
+    /// Serves waiters in order (skipping those at their client's share)
+    /// while a connection has room; opens a connection for the rest.
+    private func serveWaiters() {
+        var skipped = CircularBuffer<Waiter>()
+        let cap = perClientCap
+        while let w = waiters.popFirst() {
+            guard held(w.client) < cap else {
+                skipped.append(w)
+                continue
+            }
+            guard let c = roomiest() else {
+                waiters.prepend(w)
+                break
+            }
+            grant(w, on: c)
+        }
+        if !skipped.isEmpty {
+            for w in waiters { skipped.append(w) }
+            waiters = skipped
+        }
+        connectIfNeeded()
+    }
+
+    /// Waiters that a connection being made cannot all take get another
+    /// connection, up to the limit.
+    private func connectIfNeeded() {
+        guard !waiters.isEmpty, let config else { return }
+        let perConnection = max(1, config.maxStreamsPerConnection)
+        let coming = connecting * perConnection
+        guard waiters.count > coming, connections.count + retiring.count + connecting < maxConnections else { return }
+        connect(config: config)
+    }
+
+    // MARK: from connections
+
+    func streamEnded(on c: UpstreamH2Connection, client: String?) {
+        if let client, let n = perClient[client] { perClient[client] = n > 1 ? n - 1 : nil }
+        if c.goingAway, c.isIdle { c.close() }
+        if !waiters.isEmpty { serveWaiters() }
+    }
+
+    func connectionRetired(_ c: UpstreamH2Connection) {
+        if let i = connections.firstIndex(where: { $0 === c }) {
+            connections.remove(at: i)
+            retiring.append(c)
+        }
+        // Waiting requests need another connection now.
+        connectIfNeeded()
+    }
+
+    func connectionClosed(_ c: UpstreamH2Connection) {
+        connections.removeAll { $0 === c }
+        retiring.removeAll { $0 === c }
+        if !waiters.isEmpty { serveWaiters() }
+    }
+
+    // MARK: connecting
+
+    private func connect(config: UpstreamConfig) {
+        let loop = pool.eventLoop
+        let tls = endpoint.tls ? self.tls : nil
+        if endpoint.tls, tls == nil {
+            // Only a snapshot whose TLS files did not load gets here: fail closed.
+            pool.logger.error("upstream has no TLS context", metadata: ["endpoint": "\(endpoint)"])
+            return failWaiters(.connectFailed)
+        }
+        connecting += 1
+        let serverName = tls?.serverName ?? endpoint.host
+        let started = NIODeadline.now()
+        let connectTimeout = config.connectTimeout
+        let scheme = endpoint.tls ? "https" : "http"
+        let maxStreams = config.maxStreamsPerConnection
+        let settings = HTTP2Session.Settings(
+            maxConcurrentStreams: maxStreams, maxHeaderListBytes: Self.maxResponseHeaderListBytes, streamResetBurst: 1000,
+            streamResetPerSecond: 1000, initialStreamWindow: Self.streamWindow, connectionWindow: Self.connectionWindow)
+        let installed = NIOLoopBoundBox<(tls: OpenSSLHandler?, h2: UpstreamH2Connection?)>((nil, nil), eventLoop: loop)
+        let unowned = NIOLoopBound(self, eventLoop: loop)
+        let future = ClientBootstrap(group: loop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    var openSSL: OpenSSLHandler?
+                    if let tls {
+                        let handler = OpenSSLHandler(client: tls.context, serverName: serverName)
+                        try sync.addHandler(handler)
+                        openSSL = handler
+                    }
+                    let session = try HTTP2Session.client(settings, allocator: channel.allocator)
+                    let h2 = UpstreamH2Connection(
+                        session: session, endpoint: unowned.value, eventLoop: channel.eventLoop, scheme: scheme, tls: tls,
+                        maxStreams: maxStreams)
+                    try sync.addHandler(h2)
+                    installed.value = (openSSL, h2)
+                }
+            }
+            .connect(host: endpoint.host, port: endpoint.port)
+            .flatMap { channel -> EventLoopFuture<Channel> in
+                guard tls != nil else { return channel.eventLoop.makeSucceededFuture(channel) }
+                guard let handler = installed.value.tls else {
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeFailedFuture(TLSClientHandshakeError(reason: "no handshake started", timedOut: false))
+                }
+                return handler.clientHandshake(on: channel, deadline: started + connectTimeout).flatMapThrowing {
+                    // An h2:// endpoint must agree to HTTP/2: HTTP/1.1 bytes would read as a broken preface.
+                    let alpn = installed.value.tls?.negotiatedALPN
+                    guard alpn == "h2" else {
+                        channel.close(promise: nil)
+                        throw TLSClientHandshakeError(
+                            reason: "the server did not select ALPN h2 (got \(alpn ?? "none"))", timedOut: false)
+                    }
+                    return channel
+                }
+            }
+        future.whenComplete { result in
+            unowned.value.connectCompleted(result, connection: installed.value.h2)
+        }
+    }
+
+    private func connectCompleted(_ result: Result<Channel, Error>, connection: UpstreamH2Connection?) {
+        connecting -= 1
+        switch result {
+        case .success(let channel):
+            guard let connection, channel.isActive, !connection.isClosed else {
+                channel.close(promise: nil)
+                return connectFailed(UpstreamError.connectFailed, reason: "closed during set-up")
+            }
+            consecutiveFailures = 0
+            ejectedUntil = nil
+            loggedConnectFailure = false
+            connection.isReady = true
+            connections.append(connection)
+            serveWaiters()
+        case .failure(let error):
+            var e = UpstreamError.connectFailed
+            if case ChannelError.connectTimeout = error { e = .connectTimeout }
+            var reason = "\(error)"
+            if let failed = error as? TLSClientHandshakeError {
+                if failed.timedOut { e = .connectTimeout }
+                reason = failed.timedOut ? "no TLS handshake within \(DurationParser.format(config?.connectTimeout ?? .seconds(2)))" : failed.reason
+            }
+            connectFailed(e, reason: reason)
+        }
+    }
+
+    private func connectFailed(_ e: UpstreamError, reason: String) {
+        consecutiveFailures += 1
+        if !loggedConnectFailure {
+            // Usually configuration (address, CA, ALPN): said once per run of failures.
+            loggedConnectFailure = true
+            pool.logger.warning("upstream HTTP/2 connect failed", metadata: ["endpoint": "\(endpoint)", "reason": "\(reason)"])
+        }
+        if consecutiveFailures >= ejectAfterFailures {
+            ejectedUntil = .now() + ejectCoolDown
+        }
+        // Nothing was sent: the waiters fail (idempotent requests retry another endpoint).
+        if connections.contains(where: \.hasRoom) {
+            serveWaiters()
+        } else if connecting == 0 {
+            failWaiters(e)
+        }
+    }
+
+    private func failWaiters(_ e: UpstreamError) {
+        let failed = waiters
+        waiters.removeAll()
+        for w in failed { w.delegate.upstreamLeaseFailed(e) }
+    }
+
+    // MARK: sweep
+
+    func sweep(now: NIODeadline) {
+        let responseTimeout = config?.responseTimeout ?? .seconds(30)
+        let pingTimeout = config?.connectTimeout ?? .seconds(2)
+        let idleTimeout = config?.idleTimeout ?? .seconds(60)
+        for c in connections + retiring {
+            c.sweep(now: now, responseTimeout: responseTimeout, pingTimeout: pingTimeout)
+            if c.isIdle, c.idleSince + idleTimeout <= now { c.close() }
+        }
+        if waiters.contains(where: { $0.deadline <= now }) {
+            var expired: [Waiter] = []
+            var kept = CircularBuffer<Waiter>(initialCapacity: waiters.count)
+            for w in waiters {
+                if w.deadline <= now { expired.append(w) } else { kept.append(w) }
+            }
+            waiters = kept
+            for w in expired { w.delegate.upstreamLeaseFailed(.queueTimeout) }
+        }
+    }
+
+    /// Closes connections without streams (shutdown).
+    func closeIdle() {
+        for c in connections + retiring where c.isIdle { c.close() }
+    }
+
+    /// A stream's response window: what one slow client can leave unread at
+    /// the gateway, as an HTTP/2 client's stream gets from the front end.
+    static let streamWindow: UInt32 = 256 << 10
+    /// The connection's window opens as bytes arrive, so this bounds only
+    /// the bytes in flight, not what slow clients hold.
+    static let connectionWindow: Int32 = 16 << 20
+    static let maxResponseHeaderListBytes = 64 << 10
+}

@@ -1,0 +1,325 @@
+import CNGHTTP2
+import GatewayTLS
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// One HTTP/2 connection to an `h2c://` or `h2://` endpoint: the channel's
+/// last handler, owning an nghttp2 client session (`HTTP2Session.client`),
+/// carrying up to `capacity` streams at once. It moves bytes between the
+/// socket and the session and hands each stream its events; the pool
+/// decides which connection a request gets. Loop-confined.
+///
+/// Flow control: the connection's window opens as bytes arrive, a stream's
+/// only as its client takes them, so a slow client holds back its own
+/// stream and nobody else's. GOAWAY: no new stream goes here; those the
+/// server never processed are refused (`UpstreamError.refusedStream`) and
+/// the pipeline sends them again on another connection.
+final class UpstreamH2Connection: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let session: HTTP2Session
+    unowned let endpoint: H2EndpointPool
+    let eventLoop: EventLoop
+    /// `:scheme` of every request: `http` (h2c) or `https` (h2).
+    let scheme: String
+    /// The TLS settings the connection was verified with (nil: cleartext).
+    let tls: UpstreamTLS?
+    private let maxStreams: Int
+    private var context: ChannelHandlerContext?
+    private var streams: [Int32: UpstreamH2Stream] = [:]
+    /// Slots granted (streams open, or about to be): what the pool counts.
+    private(set) var granted = 0
+    /// The connection is registered with the pool (the handshake is done).
+    var isReady = false
+    /// A GOAWAY came, a reload retired it, or stream ids ran out: no new stream.
+    private(set) var goingAway = false
+    private(set) var isClosed = false
+    private var events: [HTTP2Session.Event] = []
+    private var flushScheduled = false
+    /// Streams whose body bytes nghttp2 took during the last drain.
+    private var tookBytes: [UpstreamH2Stream] = []
+
+    // Liveness (the sweep): reads counted, not timed, on the read path.
+    private var reads = 0
+    private var readsAtLastSweep = 0
+    private var quietSince: NIODeadline?
+    private var pingSentAt: NIODeadline?
+    var idleSince: NIODeadline
+
+    init(session: HTTP2Session, endpoint: H2EndpointPool, eventLoop: EventLoop, scheme: String, tls: UpstreamTLS?, maxStreams: Int) {
+        self.session = session
+        self.endpoint = endpoint
+        self.eventLoop = eventLoop
+        self.scheme = scheme
+        self.tls = tls
+        self.maxStreams = max(1, maxStreams)
+        self.idleSince = eventLoop.now
+    }
+
+    /// Streams this connection may carry at once: ours and the server's limit.
+    var capacity: Int { min(maxStreams, session.remoteMaxConcurrentStreams) }
+    var hasRoom: Bool { isReady && !goingAway && !isClosed && granted < capacity }
+    var isIdle: Bool { granted == 0 }
+
+    // MARK: slots
+
+    func grant(delegate: UpstreamExchangeDelegate, client: String?, responseTimeout: TimeAmount, wantsTrailers: Bool)
+        -> UpstreamH2Stream
+    {
+        granted += 1
+        let s = UpstreamH2Stream(connection: self, delegate: delegate, client: client, responseTimeout: responseTimeout)
+        s.wantsTrailers = wantsTrailers
+        return s
+    }
+
+    /// A slot is free again (once per stream).
+    private func release(_ stream: UpstreamH2Stream) {
+        granted -= 1
+        if granted == 0 { idleSince = eventLoop.now }
+        endpoint.streamEnded(on: self, client: stream.client)
+    }
+
+    /// Opens `stream` with `head`; nil when the session refuses (ids exhausted,
+    /// GOAWAY received): the slot is released and the stream is told.
+    func open(_ stream: UpstreamH2Stream, head: UpstreamH2Head, hasBody: Bool) -> Int32? {
+        guard !isClosed, !goingAway else {
+            release(stream)
+            return nil
+        }
+        do {
+            let id = try session.submitRequest(head, body: hasBody ? stream : nil)
+            streams[id] = stream
+            scheduleFlush()
+            return id
+        } catch {
+            // Stream ids exhausted or the session is ending: retire this connection.
+            retire()
+            release(stream)
+            return nil
+        }
+    }
+
+    /// The stream is given up (client gone, timeout): RST_STREAM(CANCEL), or
+    /// only the slot back when it never opened. The slot frees when nghttp2
+    /// closes the stream.
+    func cancel(_ stream: UpstreamH2Stream) {
+        guard stream.id != 0, streams[stream.id] != nil else {
+            if stream.id == 0 { release(stream) }
+            return
+        }
+        session.reset(stream.id, errorCode: NGHTTP2_CANCEL.rawValue)
+        scheduleFlush()
+    }
+
+    func resume(_ stream: UpstreamH2Stream) {
+        guard stream.id != 0 else { return }
+        if session.resume(stream.id) { scheduleFlush() }
+    }
+
+    func setTrailers(_ stream: UpstreamH2Stream, _ fields: HTTPHeaders) {
+        session.setTrailers(stream.id, fields)
+    }
+
+    func acknowledge(_ stream: UpstreamH2Stream, bytes: Int) {
+        session.consumeStream(stream.id, bytes: bytes)
+        scheduleFlush()
+    }
+
+    /// Called from a data source inside nghttp2: only remembers the stream.
+    func streamTookBytes(_ stream: UpstreamH2Stream) {
+        tookBytes.append(stream)
+    }
+
+    /// No new streams; closes once the last one ends.
+    func retire() {
+        guard !goingAway else { return }
+        goingAway = true
+        endpoint.connectionRetired(self)
+        if granted == 0 { close() }
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        context?.close(promise: nil)
+    }
+
+    // MARK: channel
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func channelActive(context: ChannelHandlerContext) {
+        // The preface and SETTINGS (a TLS handler in front holds them until its handshake is done).
+        flush()
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        reads &+= 1
+        do {
+            try session.feed(bytes, into: &events)
+        } catch {
+            endpoint.pool.logger.debug("upstream HTTP/2 session error", metadata: ["endpoint": "\(endpoint.endpoint)", "code": "\(error.code)"])
+            handleEvents()
+            flush()
+            context.close(promise: nil)
+            return
+        }
+        handleEvents()
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flush()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { flush() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        guard !isClosed else { return }
+        isClosed = true
+        let open = streams
+        streams.removeAll()
+        for (_, s) in open.sorted(by: { $0.key < $1.key }) {
+            release(s)
+            s.closed(error: .connectionLost)
+        }
+        endpoint.connectionClosed(self)
+        context.fireChannelInactive()
+    }
+
+    // MARK: bytes out
+
+    private func scheduleFlush() {
+        guard !flushScheduled, !isClosed else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        eventLoop.execute { bound.value.flush() }
+    }
+
+    /// Moves what nghttp2 has to send to the socket (while it takes it), then
+    /// completes the write promises of the body bytes nghttp2 took.
+    private func flush() {
+        flushScheduled = false
+        guard let context, !isClosed else { return }
+        var wrote = false
+        while context.channel.isWritable {
+            var out: ByteBuffer?
+            let more: Bool
+            do {
+                more = try session.drain(into: &out, events: &events)
+            } catch {
+                context.close(promise: nil)
+                return
+            }
+            if let out {
+                context.write(wrapOutboundOut(out), promise: nil)
+                wrote = true
+            }
+            handleEvents()
+            if !more { break }
+        }
+        if wrote { context.flush() }
+        if !tookBytes.isEmpty {
+            let took = tookBytes
+            tookBytes.removeAll(keepingCapacity: true)
+            for s in took { s.completeTaken() }
+        }
+        if !session.wantsRead, !session.wantsWrite { context.close(promise: nil) }
+    }
+
+    // MARK: events
+
+    private func handleEvents() {
+        var i = 0
+        while i < events.count {
+            let e = events[i]
+            i += 1
+            handle(e)
+        }
+        events.removeAll(keepingCapacity: true)
+    }
+
+    private func handle(_ event: HTTP2Session.Event) {
+        switch event {
+        case .head(let id, let head, let endStream):
+            streams[id]?.receivedHead(head, endStream: endStream)
+        case .headTooLarge(let id, _):
+            // The answer cannot be forwarded whole: the stream fails.
+            if let s = streams[id] {
+                session.reset(id, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue)
+                s.closed(error: .invalidResponse)
+                scheduleFlush()
+            }
+        case .data(let id, let buffer):
+            let n = buffer.readableBytes
+            session.consumeConnection(bytes: n)
+            if let s = streams[id] {
+                let ack = s.receivedBody(buffer)
+                if ack > 0 { session.consumeStream(id, bytes: ack) }
+            }
+        case .trailers(let id, let fields):
+            streams[id]?.receivedTrailers(fields)
+        case .end(let id):
+            streams[id]?.receivedEnd()
+        case .closed(let id, let errorCode):
+            guard let s = streams.removeValue(forKey: id) else { return }
+            release(s)
+            s.closed(error: errorCode == NGHTTP2_REFUSED_STREAM.rawValue ? .refusedStream : .streamReset)
+            if goingAway, granted == 0 { close() }
+        case .goAwayReceived(let lastStreamId, let errorCode):
+            endpoint.pool.logger.debug(
+                "upstream GOAWAY",
+                metadata: ["endpoint": "\(endpoint.endpoint)", "lastStreamId": "\(lastStreamId)", "code": "\(errorCode)"])
+            retire()
+        case .pingAcked:
+            pingSentAt = nil
+        case .headerBlockStarted, .headerBlockEnded, .drained, .trailersTooLarge, .settingsReceived, .pingReceived,
+            .emptyDataReceived, .resetReceived:
+            break
+        }
+    }
+
+    // MARK: sweep
+
+    /// Response timeouts of the streams; a PING when open streams have heard
+    /// nothing for half the response timeout, and the connection closed when
+    /// no ACK (or anything) comes within `pingTimeout`.
+    func sweep(now: NIODeadline, responseTimeout: TimeAmount, pingTimeout: TimeAmount) {
+        var overdue: [UpstreamH2Stream] = []
+        for s in streams.values where s.timedOut(now: now) { overdue.append(s) }
+        for s in overdue { s.responseTimedOut() }
+        guard !streams.isEmpty, !isClosed else {
+            quietSince = nil
+            pingSentAt = nil
+            return
+        }
+        if reads != readsAtLastSweep {
+            readsAtLastSweep = reads
+            quietSince = nil
+            pingSentAt = nil
+            return
+        }
+        let since = quietSince ?? now
+        quietSince = since
+        if let sent = pingSentAt {
+            if sent + pingTimeout <= now {
+                endpoint.pool.logger.warning("upstream HTTP/2 connection unresponsive (no PING ACK)", metadata: ["endpoint": "\(endpoint.endpoint)"])
+                close()
+            }
+        } else if since + .nanoseconds(responseTimeout.nanoseconds / 2) <= now {
+            pingSentAt = now
+            session.ping()
+            scheduleFlush()
+        }
+    }
+}

@@ -1,0 +1,252 @@
+import CNGHTTP2
+import NIOCore
+import NIOHTTP1
+
+/// One request's exchange on a multiplexed HTTP/2 upstream connection: what
+/// the pipeline drives (`UpstreamExchange`) and the request body's source
+/// for nghttp2 (`HTTP2DataSource`). Made by the pool when it grants a slot on
+/// a connection; opened (a stream id) by `sendHead`. Loop-confined.
+final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
+    unowned let connection: UpstreamH2Connection
+    var delegate: UpstreamExchangeDelegate?
+    /// The client address the stream counts against (`maxConnectionsPerClient`).
+    let client: String?
+    /// Set by `sendHead`; 0 until then.
+    private(set) var id: Int32 = 0
+    private(set) var isClosed = false
+    var responseTimeout: TimeAmount
+
+    // Request body, queued for nghttp2's data provider.
+    private var out: [(buffer: ByteBuffer, promise: EventLoopPromise<Void>?)] = []
+    private var outEnded = false
+    /// Promises whose bytes nghttp2 has taken: completed by the connection
+    /// after `mem_send` returns (never inside nghttp2).
+    private(set) var taken: [EventLoopPromise<Void>] = []
+
+    // Response.
+    private(set) var responseStarted = false
+    private var responseEnded = false
+    /// The client is slow: response bytes are not acknowledged (the stream's
+    /// window stays shut) until it catches up.
+    private(set) var paused = false
+    /// Response bytes received while paused, acknowledged on resume.
+    private var unacknowledged = 0
+    /// Response-head deadline (set when the request is whole), for the sweep.
+    var responseDeadline: NIODeadline?
+    private var responseReads = 0
+    private var readsAtLastSweep = 0
+    private var quietSince: NIODeadline?
+
+    init(connection: UpstreamH2Connection, delegate: UpstreamExchangeDelegate, client: String?, responseTimeout: TimeAmount) {
+        self.connection = connection
+        self.delegate = delegate
+        self.client = client
+        self.responseTimeout = responseTimeout
+    }
+
+    // MARK: UpstreamExchange
+
+    func sendHead(_ head: UpstreamRequestHead, end: Bool) {
+        guard id == 0, !isClosed else { return }
+        let h2 = UpstreamH2Head(head, scheme: connection.scheme, trailers: wantsTrailers)
+        if end { outEnded = true }
+        guard let opened = connection.open(self, head: h2, hasBody: !end) else {
+            // No stream could be opened (the connection is going away): never sent.
+            return closed(error: .refusedStream)
+        }
+        id = opened
+        if end { armResponseDeadline() }
+    }
+
+    /// Whether the client sent `TE: trailers` (set by the pipeline's lease).
+    var wantsTrailers = false
+
+    func sendBody(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard !isClosed, !outEnded else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        out.append((buffer, promise))
+        connection.resume(self)
+    }
+
+    func sendTrailers(_ fields: HTTPHeaders) {
+        guard !isClosed, !outEnded, id != 0 else { return }
+        connection.setTrailers(self, fields)
+    }
+
+    func sendEnd() {
+        guard !isClosed, !outEnded else { return }
+        outEnded = true
+        armResponseDeadline()
+        connection.resume(self)
+    }
+
+    func pauseReads() { paused = true }
+
+    func resumeReads() {
+        guard paused else { return }
+        paused = false
+        let n = unacknowledged
+        unacknowledged = 0
+        if n > 0, !isClosed { connection.acknowledge(self, bytes: n) }
+    }
+
+    func releaseUnused() {
+        delegate = nil
+        abandon()
+    }
+
+    /// Nothing to drain for: resetting the stream costs the connection nothing.
+    func drainForLeavingClient() -> Bool { false }
+
+    func abandon() {
+        delegate = nil
+        guard !isClosed else { return }
+        isClosed = true
+        failTakenAndQueued()
+        connection.cancel(self)
+    }
+
+    func mayReplay(after error: UpstreamError) -> Bool { error == .refusedStream && !responseStarted }
+
+    private func armResponseDeadline() {
+        if !responseStarted, responseDeadline == nil {
+            responseDeadline = connection.eventLoop.now + responseTimeout
+        }
+    }
+
+    // MARK: HTTP2DataSource (inside nghttp2: touches only this object and the connection's list)
+
+    func readData(into buffer: UnsafeMutableRawBufferPointer) -> HTTP2DataRead {
+        guard let base = buffer.baseAddress else { return .deferred }
+        var written = 0
+        while written < buffer.count, !out.isEmpty {
+            var head = out[0].buffer
+            let n = min(buffer.count - written, head.readableBytes)
+            head.withUnsafeReadableBytes { src in
+                if let from = src.baseAddress { (base + written).copyMemory(from: from, byteCount: n) }
+            }
+            head.moveReaderIndex(forwardBy: n)
+            written += n
+            if head.readableBytes == 0 {
+                let done = out.removeFirst()
+                if let p = done.promise {
+                    if taken.isEmpty { connection.streamTookBytes(self) }
+                    taken.append(p)
+                }
+            } else {
+                out[0].buffer = head
+            }
+        }
+        if out.isEmpty, outEnded { return .bytes(written, end: true, drained: false) }
+        if written == 0 { return .deferred }
+        return .bytes(written, end: false, drained: false)
+    }
+
+    /// Called by the connection after `mem_send`.
+    func completeTaken() {
+        let done = taken
+        taken.removeAll()
+        for p in done { p.succeed() }
+    }
+
+    private func failTakenAndQueued() {
+        // Taken bytes did go out: their promises succeed; queued ones never will.
+        completeTaken()
+        let queued = out
+        out.removeAll()
+        for q in queued { q.promise?.fail(ChannelError.ioOnClosedChannel) }
+    }
+
+    // MARK: from the connection
+
+    func receivedHead(_ head: HTTP2HeaderBlock, endStream: Bool) {
+        responseStarted = true
+        responseDeadline = nil
+        responseReads &+= 1
+        delegate?.upstreamResponseHead(Self.responseHead(head))
+        if endStream { receivedEnd() }
+    }
+
+    /// An upstream's HTTP/2 head in the form the front ends encode from
+    /// (`UpstreamResponseHead`). HTTP/2 has no hop-by-hop fields; the
+    /// upstream's `X-Request-Id` is still the gateway's to set.
+    static func responseHead(_ head: HTTP2HeaderBlock) -> UpstreamResponseHead {
+        var bytes: [UInt8] = []
+        var fields: [UpstreamResponseHead.Field] = []
+        fields.reserveCapacity(head.fields.count)
+        for (name, value) in head.fields {
+            let ns = bytes.count
+            bytes.append(contentsOf: name.utf8)
+            let vs = bytes.count
+            bytes.append(contentsOf: value.utf8)
+            let forward = !(name.utf8.count == 12 && ASCII.equalsCI(name, "x-request-id"))
+            fields.append(.init(nameStart: ns, nameLength: vs - ns, valueStart: vs, valueLength: bytes.count - vs, forward: forward))
+        }
+        return UpstreamResponseHead(status: head.status ?? 502, bytes: bytes, fields: fields)
+    }
+
+    /// Returns the bytes to acknowledge now (0 while the client is slow).
+    func receivedBody(_ buffer: ByteBuffer) -> Int {
+        responseReads &+= 1
+        let n = buffer.readableBytes
+        delegate?.upstreamResponseBody(buffer)
+        if paused || isClosed {
+            if !isClosed { unacknowledged += n }
+            return isClosed ? n : 0
+        }
+        return n
+    }
+
+    func receivedTrailers(_ fields: HTTPHeaders) {
+        responseReads &+= 1
+        delegate?.upstreamResponseTrailers(fields)
+    }
+
+    func receivedEnd() {
+        guard !responseEnded else { return }
+        responseEnded = true
+        responseDeadline = nil
+        let d = delegate
+        delegate = nil
+        d?.upstreamResponseEnd()
+    }
+
+    /// nghttp2 closed the stream (or it never opened): a close before the
+    /// response ended is a failure, told once.
+    func closed(error: UpstreamError) {
+        let wasClosed = isClosed
+        isClosed = true
+        failTakenAndQueued()
+        guard !wasClosed, !responseEnded else { return }
+        let d = delegate
+        delegate = nil
+        d?.upstreamFailed(error)
+    }
+
+    // MARK: sweep
+
+    /// The response head is overdue, or a started response went quiet for
+    /// `responseTimeout` while the gateway was reading it.
+    func timedOut(now: NIODeadline) -> Bool {
+        if let d = responseDeadline, d <= now { return true }
+        guard responseStarted, !responseEnded, !paused, responseReads == readsAtLastSweep else {
+            readsAtLastSweep = responseReads
+            quietSince = nil
+            return false
+        }
+        guard let since = quietSince else {
+            quietSince = now
+            return false
+        }
+        return since + responseTimeout <= now
+    }
+
+    func responseTimedOut() {
+        let d = delegate
+        delegate = nil
+        abandon()
+        d?.upstreamFailed(.responseTimeout)
+    }
+}
