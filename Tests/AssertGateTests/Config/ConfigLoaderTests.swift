@@ -602,7 +602,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         #expect(errors(yaml) == [
             "config.yaml:4: upstreams.api.endpoints[0]: 'https://a:1/x' must be https://host:port without user, path or query",
             "config.yaml:4: upstreams.api.endpoints[1]: 'http://a:1/path' must be http://host:port without user, path or query",
-            "config.yaml:4: upstreams.api.endpoints[2]: 'ftp://x' must be an http:// or https:// URL (host and port)",
+            "config.yaml:4: upstreams.api.endpoints[2]: 'ftp://x' must be an http://, https://, h2c:// or h2:// URL (host and port)",
             "config.yaml:4: upstreams.api.endpoints[3]: 'http://a:0': port must not be 0",
             "config.yaml:4: upstreams.api.idleTimeout: must be greater than 0",
             "config.yaml:4: upstreams: names must be letters, digits, '-', '_' or '.'",
@@ -636,7 +636,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             "config.yaml:4: upstreams.api.endpoints: mixes http:// and https:// endpoints; use one scheme per upstream"
         ])
         #expect(errors(upstreams("{api: {endpoints: [http://a:1], tls: {caFile: \(ca)}}}")) == [
-            "config.yaml:4: upstreams.api.tls: only with https:// endpoints (the connections would not use TLS)"
+            "config.yaml:4: upstreams.api.tls: only with https:// or h2:// endpoints (the connections would not use TLS)"
         ])
         #expect(errors(upstreams("{api: {endpoints: [https://a:1], tls: {privateKey: \(key)}}}")) == [
             "config.yaml:4: upstreams.api.tls: give both 'certificate' and 'privateKey' (a client certificate), or neither"
@@ -650,6 +650,37 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
                 "is not a host name or IP address (no brackets or port)") == true, "\(name)")
         }
         #expect(try load(upstreams("{api: {endpoints: [https://a:1], tls: {serverName: '::1'}}}")).upstreams["api"]?.tls?.serverName == "::1")
+    }
+
+    @Test func http2Upstreams() throws {
+        func upstreams(_ text: String) -> String {
+            minimalYAML.replacingOccurrences(of: "{api: {endpoints: [http://127.0.0.1:9001]}}", with: text)
+        }
+        let c = try load(upstreams("{api: {endpoints: [http://127.0.0.1:9001]}, grpc: {endpoints: [h2c://svc:50051, 'h2c://[::1]:50052'], maxStreamsPerConnection: 50}, tls2: {endpoints: [h2://svc]}}"))
+        let grpc = try #require(c.upstreams["grpc"])
+        #expect(grpc.endpoints.map(\.description) == ["h2c://svc:50051", "h2c://[::1]:50052"])
+        #expect(grpc.isHTTP2 && !grpc.endpoints[0].tls)
+        #expect(grpc.maxStreamsPerConnection == 50)
+        // maxConnectionsPerClient counts streams here: half of 64 connections × 50 streams.
+        #expect(grpc.inFlightCapacity == 64 * 50)
+        #expect(grpc.effectiveMaxConnectionsPerClient == 1600)
+        #expect(c.upstreams["tls2"]?.endpoints == [UpstreamEndpoint(host: "svc", port: 443, scheme: .h2)])
+        #expect(c.upstreams["tls2"]?.endpoints.first?.tls == true)
+        #expect(errors(upstreams("{api: {endpoints: [h2c://a:1, http://b:1]}}")) == [
+            "config.yaml:4: upstreams.api.endpoints: mixes h2c:// and http:// endpoints; use one scheme per upstream"
+        ])
+        #expect(errors(upstreams("{api: {endpoints: [h2c://a:1], tls: {serverName: a}}}")) == [
+            "config.yaml:4: upstreams.api.tls: only with https:// or h2:// endpoints (the connections would not use TLS)"
+        ])
+        #expect(errors(upstreams("{api: {endpoints: [http://a:1], maxStreamsPerConnection: 10}}")) == [
+            "config.yaml:4: upstreams.api.maxStreamsPerConnection: only with h2c:// or h2:// endpoints (HTTP/1.1 carries one request per connection)"
+        ])
+        #expect(errors(upstreams("{api: {endpoints: [h2c://a:1], maxConnectionsPerEndpoint: 2, maxStreamsPerConnection: 3, maxConnectionsPerClient: 7}}")) == [
+            "config.yaml:4: upstreams.api.maxConnectionsPerClient: 7 exceeds maxConnectionsPerEndpoint × maxStreamsPerConnection (6)"
+        ])
+        #expect(errors(upstreams("{api: {endpoints: ['h2c://a:1/x']}}")) == [
+            "config.yaml:4: upstreams.api.endpoints[0]: 'h2c://a:1/x' must be h2c://host:port without user, path or query"
+        ])
     }
 
     @Test func appIdAndEnvironmentChecks() {

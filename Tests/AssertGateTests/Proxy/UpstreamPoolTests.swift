@@ -13,13 +13,14 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
     /// nil = leased (the connection is closed again at once).
     let promise: EventLoopPromise<UpstreamError?>
     init(promise: EventLoopPromise<UpstreamError?>) { self.promise = promise }
-    func upstreamLeased(_ connection: UpstreamConnection) {
+    func upstreamLeased(_ connection: any UpstreamExchange) {
         connection.abandon()
         promise.succeed(nil)
     }
     func upstreamLeaseFailed(_ error: UpstreamError) { promise.succeed(error) }
     func upstreamResponseHead(_ head: UpstreamResponseHead) {}
     func upstreamResponseBody(_ buffer: ByteBuffer) {}
+    func upstreamResponseTrailers(_ fields: HTTPHeaders) {}
     func upstreamResponseEnd() {}
     func upstreamFailed(_ error: UpstreamError) {}
 }

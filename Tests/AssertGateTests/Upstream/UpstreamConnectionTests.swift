@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOEmbedded
 import Testing
 
@@ -11,10 +12,12 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
     var body = ""
     var ended = false
     var failure: UpstreamError?
-    func upstreamLeased(_ connection: UpstreamConnection) {}
+    var trailers: HTTPHeaders?
+    func upstreamLeased(_ connection: any UpstreamExchange) {}
     func upstreamLeaseFailed(_ error: UpstreamError) { failure = error }
     func upstreamResponseHead(_ head: UpstreamResponseHead) { status = head.status }
     func upstreamResponseBody(_ buffer: ByteBuffer) { body += String(buffer: buffer) }
+    func upstreamResponseTrailers(_ fields: HTTPHeaders) { trailers = fields }
     func upstreamResponseEnd() { ended = true }
     func upstreamFailed(_ error: UpstreamError) { failure = error }
 }

@@ -1,0 +1,215 @@
+import CNGHTTP2
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import AssertGateCore
+
+/// The client side of `HTTP2Session` (h2 upstreams) against its server side,
+/// on bytes alone: requests out, responses in, trailers both ways, GOAWAY and
+/// PING, each half seeing what the other sent.
+@Suite struct HTTP2ClientSessionTests {
+    static let settings = HTTP2Session.Settings(
+        maxConcurrentStreams: 100, maxHeaderListBytes: 16 << 10, streamResetBurst: 1000, streamResetPerSecond: 33)
+
+    /// A connected pair and every event each side has seen.
+    final class Pair {
+        let client: HTTP2Session
+        let server: HTTP2Session
+        var clientEvents: [HTTP2Session.Event] = []
+        var serverEvents: [HTTP2Session.Event] = []
+
+        init() throws {
+            client = try HTTP2Session.client(HTTP2ClientSessionTests.settings, allocator: ByteBufferAllocator())
+            server = try HTTP2Session.server(HTTP2ClientSessionTests.settings, allocator: ByteBufferAllocator())
+        }
+
+        /// Moves bytes both ways until neither side has anything to send;
+        /// `onServer` sees each server event as it arrives (to answer).
+        func run(onServer: (HTTP2Session.Event) throws -> Void = { _ in }) throws {
+            for _ in 0..<100 {
+                var moved = false
+                var out: ByteBuffer?
+                var cev: [HTTP2Session.Event] = []
+                while try client.drain(into: &out, events: &cev) {}
+                clientEvents += cev
+                if let bytes = out, bytes.readableBytes > 0 {
+                    moved = true
+                    var sev: [HTTP2Session.Event] = []
+                    try server.feed(bytes, into: &sev)
+                    serverEvents += sev
+                    for e in sev { try onServer(e) }
+                }
+                out = nil
+                var sev: [HTTP2Session.Event] = []
+                while try server.drain(into: &out, events: &sev) {}
+                serverEvents += sev
+                if let bytes = out, bytes.readableBytes > 0 {
+                    moved = true
+                    var cev2: [HTTP2Session.Event] = []
+                    try client.feed(bytes, into: &cev2)
+                    clientEvents += cev2
+                }
+                if !moved { return }
+            }
+            Issue.record("the sessions never went quiet")
+        }
+    }
+
+    private static func head(_ text: String, trailers: Bool = false) -> UpstreamH2Head {
+        UpstreamH2Head(
+            UpstreamRequestHead(bytes: ByteBuffer(string: text), isHead: false, chunked: false), scheme: "http", trailers: trailers)
+    }
+
+    @Test func aRequestWithBodyAndTrailersGoesOutAndTheResponseWithTrailersComesBack() throws {
+        let pair = try Pair()
+        let body = QueuedSource(Array("ping".utf8), ended: false)
+        let id = try pair.client.submitRequest(
+            Self.head("POST /pkg.Svc/Say HTTP/1.1\r\nHost: svc.local\r\nContent-Type: application/grpc\r\n\r\n", trailers: true),
+            body: body)
+        pair.client.setTrailers(id, ["x-client-trailer": "1"])
+        body.ended = true
+        _ = pair.client.resume(id)
+        let answer = QueuedSource(Array("pong".utf8), ended: true)
+        try pair.run { event in
+            if case .end(let sid) = event {
+                try pair.server.submitResponse(sid, status: 200, headers: ["content-type": "application/grpc"], body: answer)
+                pair.server.setTrailers(sid, ["grpc-status": "0", "grpc-message": "fine"])
+            }
+        }
+        // The server saw the request as sent, TE: trailers included, and the client's trailers.
+        var sawHead = false
+        var serverBody = ""
+        var serverTrailers: HTTPHeaders?
+        for e in pair.serverEvents {
+            switch e {
+            case .head(_, let h, let endStream):
+                sawHead = true
+                #expect(h.method == "POST")
+                #expect(h.path == "/pkg.Svc/Say")
+                #expect(h.authority == "svc.local")
+                #expect(h.fields.first(name: "te") == "trailers")
+                #expect(h.fields.first(name: "content-type") == "application/grpc")
+                #expect(!endStream)
+            case .data(_, let b): serverBody += String(buffer: b)
+            case .trailers(_, let t): serverTrailers = t
+            default: break
+            }
+        }
+        #expect(sawHead)
+        #expect(serverBody == "ping")
+        #expect(serverTrailers?.first(name: "x-client-trailer") == "1")
+        // The client saw :status, the body, the trailers, then the end, in that order.
+        var order: [String] = []
+        for e in pair.clientEvents {
+            switch e {
+            case .head(let sid, let h, _):
+                #expect(sid == id)
+                #expect(h.status == 200)
+                #expect(h.fields.first(name: "content-type") == "application/grpc")
+                order.append("head")
+            case .data(_, let b): order.append("data:\(String(buffer: b))")
+            case .trailers(_, let t):
+                #expect(t.first(name: "grpc-status") == "0")
+                #expect(t.first(name: "grpc-message") == "fine")
+                order.append("trailers")
+            case .end: order.append("end")
+            default: break
+            }
+        }
+        #expect(order == ["head", "data:pong", "trailers", "end"])
+    }
+
+    @Test func aBodilessRequestEndsWithItsHeaders() throws {
+        let pair = try Pair()
+        _ = try pair.client.submitRequest(Self.head("GET /x HTTP/1.1\r\nHost: a\r\n\r\n"), body: nil)
+        try pair.run()
+        let heads = pair.serverEvents.compactMap { e -> Bool? in
+            if case .head(_, _, let endStream) = e { return endStream }
+            return nil
+        }
+        #expect(heads == [true])
+    }
+
+    @Test func goAwayAndPingReachTheClient() throws {
+        let pair = try Pair()
+        _ = try pair.client.submitRequest(Self.head("GET /x HTTP/1.1\r\nHost: a\r\n\r\n"), body: nil)
+        try pair.run()
+        pair.client.ping()
+        pair.server.goAway()
+        try pair.run()
+        #expect(pair.clientEvents.contains { if case .pingAcked = $0 { return true } else { return false } })
+        let goAway = pair.clientEvents.compactMap { e -> Int32? in
+            if case .goAwayReceived(let last, let code) = e, code == 0 { return last }
+            return nil
+        }
+        #expect(goAway == [1])
+    }
+
+    @Test func theServersStreamLimitIsWhatTheClientCounts() throws {
+        let pair = try Pair()
+        try pair.run()
+        #expect(pair.client.remoteMaxConcurrentStreams == 100)
+    }
+
+    @Test func aStreamAboveTheGoAwayIsClosedAsRefused() throws {
+        let pair = try Pair()
+        let first = try pair.client.submitRequest(Self.head("GET /a HTTP/1.1\r\nHost: a\r\n\r\n"), body: nil)
+        try pair.run()
+        pair.server.goAway()  // last processed: stream 1
+        // Sent before the client has read the GOAWAY: the server never processes it.
+        let second = try pair.client.submitRequest(Self.head("GET /b HTTP/1.1\r\nHost: a\r\n\r\n"), body: nil)
+        try pair.run()
+        #expect(first == 1)
+        let refused = pair.clientEvents.compactMap { e -> Int32? in
+            if case .closed(let id, let code) = e, code == NGHTTP2_REFUSED_STREAM.rawValue { return id }
+            return nil
+        }
+        #expect(refused == [second])
+    }
+}
+
+/// The HTTP/1.1 head `HeaderRewriter` wrote, as an HTTP/2 header list.
+@Suite struct UpstreamH2HeadTests {
+    @Test func requestLineAndHostBecomePseudoHeadersAndConnectionFieldsGo() {
+        let text = "POST /p?q=1 HTTP/1.1\r\nHost: api.example\r\nX-Mixed-Case: v  \r\nConnection: keep-alive\r\n"
+            + "Transfer-Encoding: chunked\r\nTE: gzip\r\nKeep-Alive: 5\r\nUpgrade: h2c\r\ncontent-length: 3\r\n\r\n"
+        let head = UpstreamH2Head(
+            UpstreamRequestHead(bytes: ByteBuffer(string: text), isHead: false, chunked: true), scheme: "https", trailers: true)
+        let fields = head.fields
+        #expect(fields.map(\.0) == [":method", ":scheme", ":authority", ":path", "x-mixed-case", "content-length", "te"])
+        #expect(fields.map(\.1) == ["POST", "https", "api.example", "/p?q=1", "v", "3", "trailers"])
+    }
+
+    @Test func noTEWithoutTheClientAskingForTrailers() {
+        let head = UpstreamH2Head(
+            UpstreamRequestHead(bytes: ByteBuffer(string: "GET / HTTP/1.1\r\nHost: h\r\nTE: trailers\r\n\r\n"), isHead: false, chunked: false),
+            scheme: "http", trailers: false)
+        #expect(!head.fields.contains { $0.0 == "te" })
+    }
+}
+
+@Suite struct GRPCTimeoutTests {
+    @Test func unitsAndLimits() {
+        #expect(GRPCTimeout.parse("100m") == .milliseconds(100))
+        #expect(GRPCTimeout.parse("2S") == .seconds(2))
+        #expect(GRPCTimeout.parse("1H") == .hours(1))
+        #expect(GRPCTimeout.parse("3M") == .minutes(3))
+        #expect(GRPCTimeout.parse("5u") == .microseconds(5))
+        #expect(GRPCTimeout.parse("99999999n") == .nanoseconds(99_999_999))
+        // Nine digits, no unit, a sign, an unknown unit, empty: ignored.
+        for bad in ["123456789S", "100", "-1S", "10x", "", "S", " 1S"] { #expect(GRPCTimeout.parse(bad) == nil) }
+        #expect(GRPCTimeout.parse(nil) == nil)
+    }
+}
+
+@Suite struct TrailerFilterTests {
+    @Test func trustPrefixedForwardingAndHopByHopNamesNeverPassInTrailers() {
+        let fields: HTTPHeaders = [
+            "grpc-status": "0", "X-AssertGate-Trust": "verified", "x-forwarded-for": "1.2.3.4", "connection": "close",
+            "x-app-trailer": "kept",
+        ]
+        let kept = RequestPipeline.filterTrailers(fields, prefix: Array("x-assertgate-".utf8))
+        #expect(kept.map(\.name) == ["grpc-status", "x-app-trailer"])
+    }
+}
