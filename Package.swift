@@ -183,7 +183,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
-            exclude: ["Adversarial", "Support/https_upstream.py"],
+            exclude: [
+                "Adversarial", "Support/https_upstream.py", "H2Upstream/h2_scripted_upstream.py",
+                "H2Upstream/h2_trailer_client.py",
+            ],
             swiftSettings: strict),
     ]
 )

@@ -1,8 +1,9 @@
 # Sourced by the benchmark scripts: the nginx "legacy API" every benchmark
 # puts behind the proxies, one definition instead of one per script.
 #
-#   nginx_upstream_conf DIR PORT LOCATIONS
+#   nginx_upstream_conf DIR PORT LOCATIONS [LISTEN_OPTIONS]
 #
+# LISTEN_OPTIONS: `http2` makes it an HTTP/2 upstream (h2c, prior knowledge).
 # writes DIR/nginx.conf: one worker, HTTP/1.1 keep-alive that never closes a
 # connection under a proxy (a proxy keeps one per request in flight), no
 # access log, listening on 127.0.0.1:PORT with the given `location` blocks.
@@ -14,7 +15,7 @@ NGINX_HELLO_LOCATIONS="location = /hello { default_type application/json; return
         location / { return 404; }"
 
 nginx_upstream_conf() {
-    local dir=$1 port=$2 locations=$3
+    local dir=$1 port=$2 locations=$3 listen_opts=${4:-}
     mkdir -p "$dir/logs"
     cat >"$dir/nginx.conf" <<NG
 worker_processes 1;
@@ -27,7 +28,7 @@ http {
     keepalive_requests 1000000000;
     keepalive_timeout 300s;
     server {
-        listen 127.0.0.1:$port backlog=4096;
+        listen 127.0.0.1:$port backlog=4096 $listen_opts;
         $locations
     }
 }

@@ -19,6 +19,10 @@
 #   -c N, -m N    h2load connections, and streams per connection (32, 32)
 #   -W N          workers/threads of every proxy (default 1)
 #   --pin         proxy alone on CPU 1; h2load and the upstream on CPU 0
+#   --upstream-h2 the upstream speaks HTTP/2 (h2c, prior knowledge) and the
+#                 proxies reach it over HTTP/2: nghttpx `proto=h2`, HAProxy
+#                 `proto h2`, AssertGate `h2c://` (nginx cannot proxy to an
+#                 HTTP/2 upstream and is left out)
 #   --anchor T    the target the ratios are taken against (default nghttpx)
 #   --install     apt-get install whatever of the packages below is missing
 #
@@ -43,7 +47,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-ROUNDS=3 SECS=10 WARMUP=2 CONNS=32 STREAMS=32 WORKERS=1 PIN=0 ANCHOR=nghttpx INSTALL=0
+ROUNDS=3 SECS=10 WARMUP=2 CONNS=32 STREAMS=32 WORKERS=1 PIN=0 ANCHOR=nghttpx INSTALL=0 H2UP=0
 TARGETS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -54,6 +58,7 @@ while [ $# -gt 0 ]; do
     -m) STREAMS=$2; shift ;;
     -W) WORKERS=$2; shift ;;
     --pin) PIN=1 ;;
+    --upstream-h2) H2UP=1 ;;
     --anchor) ANCHOR=$2; shift ;;
     --install) INSTALL=1 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -62,6 +67,12 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+if [ "$H2UP" = 1 ]; then
+    [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(nghttpx haproxy assertgate)
+    for t in "${TARGETS[@]}"; do
+        [ "$t" != nginx ] || { echo "nginx cannot proxy to an HTTP/2 upstream: leave it out with --upstream-h2" >&2; exit 2; }
+    done
+fi
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(nghttpx haproxy nginx assertgate)
 for v in ROUNDS SECS WARMUP CONNS STREAMS WORKERS; do
     [[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -ge 1 ] || { echo "$v must be a positive integer" >&2; exit 2; }
@@ -180,7 +191,9 @@ wait_listening() {
 # ---- the upstream: nginx, one worker, HTTP/1.1 keep-alive, 64-byte answer
 . "$ROOT/Benchmarks/nginx-upstream.sh"
 [ ${#NGINX_HELLO_BODY} -eq 64 ] || { echo "internal: body is ${#NGINX_HELLO_BODY} bytes" >&2; exit 1; }
-nginx_upstream_conf "$WORK/upstream" "$UP" "$NGINX_HELLO_LOCATIONS"
+UP_LISTEN="" UP_PROTO=http/1.1 UP_SCHEME=http
+[ "$H2UP" = 0 ] || { UP_LISTEN=http2; UP_PROTO=h2; UP_SCHEME=h2c; }
+nginx_upstream_conf "$WORK/upstream" "$UP" "$NGINX_HELLO_LOCATIONS" "$UP_LISTEN"
 spawn "$WORK/upstream/out.log" "${ON_REST[@]}" nginx -p "$WORK/upstream" -c "$WORK/upstream/nginx.conf" -e "$WORK/upstream/error.log" -g 'daemon off;'
 UPSTREAM_PID=$SPAWNED
 wait_listening "$UP" "$UPSTREAM_PID" || { cat "$WORK/upstream/out.log" "$WORK/upstream/error.log" >&2; echo "the upstream did not start" >&2; exit 1; }
@@ -194,7 +207,7 @@ configure() { # TARGET
     nghttpx)
         cat >"$dir/nghttpx.conf" <<EOF
 frontend=127.0.0.1,$PORT;no-tls
-backend=127.0.0.1,$UP;;proto=http/1.1
+backend=127.0.0.1,$UP;;proto=$UP_PROTO
 workers=$WORKERS
 frontend-http2-max-concurrent-streams=128
 backend-keep-alive-timeout=300s
@@ -223,7 +236,7 @@ frontend h2c
     bind 127.0.0.1:$PORT proto h2
     default_backend upstream
 backend upstream
-    server up 127.0.0.1:$UP
+    server up 127.0.0.1:$UP$([ "$H2UP" = 0 ] || echo " proto h2")
 EOF
         CMD=(haproxy -db -f "$dir/haproxy.cfg")
         ;;
@@ -263,7 +276,7 @@ EOF
         local admin gw=$GW
         [ "$t" = assertgate ] || gw=$OLD_ASSERTGATE
         admin=$(free_port)
-        sed -e "s/127\.0\.0\.1:9301/127.0.0.1:$PORT/; s/127\.0\.0\.1:9391/127.0.0.1:$admin/; s#http://127\.0\.0\.1:9001#http://127.0.0.1:$UP#" \
+        sed -e "s/127\.0\.0\.1:9301/127.0.0.1:$PORT/; s/127\.0\.0\.1:9391/127.0.0.1:$admin/; s#http://127\.0\.0\.1:9001#$UP_SCHEME://127.0.0.1:$UP#" \
             "$ROOT/Benchmarks/passthrough-bench.yaml" >"$dir/gateway.yaml"
         grep -q "127.0.0.1:$PORT" "$dir/gateway.yaml" && grep -q "127.0.0.1:$UP" "$dir/gateway.yaml" ||
             { echo "Benchmarks/passthrough-bench.yaml no longer has the ports this script replaces" >&2; exit 1; }

@@ -212,7 +212,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         flushScheduled = false
         guard let context, !isClosed else { return }
         var wrote = false
-        while context.channel.isWritable {
+        while !isClosed, context.channel.isWritable {
             var out: ByteBuffer?
             let more: Bool
             do {
@@ -228,13 +228,13 @@ final class UpstreamH2Connection: ChannelInboundHandler {
             handleEvents()
             if !more { break }
         }
-        if wrote { context.flush() }
+        if wrote, !isClosed { context.flush() }
         if !tookBytes.isEmpty {
             let took = tookBytes
             tookBytes.removeAll(keepingCapacity: true)
             for s in took { s.completeTaken() }
         }
-        if !session.wantsRead, !session.wantsWrite { context.close(promise: nil) }
+        if !isClosed, !session.wantsRead, !session.wantsWrite { context.close(promise: nil) }
     }
 
     // MARK: events

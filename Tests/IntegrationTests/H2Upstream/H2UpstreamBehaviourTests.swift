@@ -1,0 +1,161 @@
+import AssertGateCore
+import AssertGateTestSupport
+import Foundation
+import Testing
+
+extension Integration {
+    /// An `h2c://` upstream that misbehaves on request (python3-h2,
+    /// `h2_scripted_upstream.py`), behind an in-process gateway, reached
+    /// with nghttp and curl: trailers both ways, resets both ways, a stream
+    /// refused by GOAWAY sent again, `grpc-timeout` capping the wait, and
+    /// streams multiplexed on few connections.
+    @Suite(.serialized) struct H2UpstreamBehaviourTests {
+        struct Stats: Decodable {
+            let connections: Int
+            let resets: Int
+            let maxConcurrent: Int
+        }
+
+        struct Echo: Decodable {
+            let headers: [String: String]
+            let trailers: [String: String]
+            let bodyLength: Int
+        }
+
+        static func upstream() throws -> PythonScriptServer {
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("h2_scripted_upstream.py").path
+            return try PythonScriptServer(scriptPath: script)
+        }
+
+        static func gateway(_ up: PythonScriptServer, configure: (inout GatewayConfig) -> Void = { _ in }) async throws -> Harness {
+            try await Harness.start(
+                upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port, scheme: .h2c)], threads: 1,
+                configure: configure)
+        }
+
+        /// Straight from the upstream (not through the gateway).
+        static func stats(_ up: PythonScriptServer) async throws -> Stats {
+            let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "http://127.0.0.1:\(up.port)/stats"])
+            return try JSONDecoder().decode(Stats.self, from: Data(r.stdout.utf8))
+        }
+
+        /// Polls `/stats` until `done` holds (bounded): the upstream sees a
+        /// reset some time after the client's, with nothing to wait on.
+        static func waitForStats(_ up: PythonScriptServer, _ done: (Stats) -> Bool) async throws -> Stats {
+            let deadline = Date().addingTimeInterval(10)
+            var last = try await stats(up)
+            while !done(last), Date() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                last = try await stats(up)
+            }
+            return last
+        }
+
+        @Test func bodyAndTrailersReachAnHTTP2ClientAndTrustTrailersDoNot() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)
+            let r = try await Run.tool("nghttp", ["-v", "\(h.base)/ok"])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout.contains(":status: 200"))
+            #expect(r.stdout.contains("x-up-trailer: done"))
+            // The upstream's forged trust trailer never reaches the client.
+            #expect(!r.stdout.lowercased().contains("x-assertgate-trust: forged"))
+            // HTTP/1.1 clients get the body, without trailers.
+            let plain = try await Run.tool("curl", ["-sS", "--http1.1", "\(h.base)/ok"])
+            #expect(plain.stdout == "ok")
+            try await h.stop()
+        }
+
+        @Test func requestTrailersAndTEReachTheUpstreamWithoutTrustNames() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)
+            let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("h2_trailer_client.py").path
+            let r = try await Run.tool("/usr/bin/python3", [client, String(h.port), "/echo"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let echo = try JSONDecoder().decode(Echo.self, from: Data(r.stdout.utf8))
+            #expect(echo.bodyLength == 5)
+            #expect(echo.trailers["x-client-trailer"] == "1")
+            #expect(echo.trailers["x-assertgate-trust"] == nil)
+            #expect(echo.trailers["x-forwarded-for"] == nil)
+            #expect(echo.headers["te"] == "trailers")
+            #expect(echo.headers["x-assertgate-trust"] == "none")
+            try await h.stop()
+        }
+
+        @Test func anUpstreamResetMidResponseResetsTheClientStream() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)
+            // The reset arrives with (or before) the head it followed: the client's
+            // stream is reset, never ended as if the answer were whole.
+            let r = try await Run.tool("nghttp", ["-v", "\(h.base)/reset-after-head"])
+            #expect(r.stdout.contains("recv RST_STREAM frame <length=4, flags=0x00, stream_id=13>"), "\(r.stdout)")
+            #expect(!r.stdout.contains("; END_STREAM\n"), "\(r.stdout)")
+            // Before the head: the gateway answers 502 itself.
+            let early = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/reset-before-head"])
+            #expect(early.stdout.contains(" 502"))
+            #expect(early.stdout.contains("\"reason\":\"upstream-unavailable\""))
+            try await h.stop()
+        }
+
+        @Test func aStreamRefusedByGoAwayIsSentAgainOnANewConnection() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)
+            // A first request opens the connection; the second is refused by GOAWAY.
+            let warm = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/ok"])
+            #expect(warm.stdout == "ok")
+            let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-w", " %{http_code}", "\(h.base)/refuse-once"])
+            #expect(r.stdout == "second 200", "\(r.stdout) \(r.stderr)")
+            #expect(try await Self.stats(up).connections == 3)  // the gateway's two, and this /stats
+            try await h.stop()
+        }
+
+        @Test func aClientThatLeavesCancelsItsUpstreamStream() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)
+            let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-m", "1", "\(h.base)/hang"])
+            #expect(r.status == 28)  // curl gave up
+            let s = try await Self.waitForStats(up) { $0.resets >= 1 }
+            #expect(s.resets == 1)
+            try await h.stop()
+        }
+
+        @Test func grpcTimeoutCapsTheWaitAndTheAnswerIsAGRPCStatus() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)  // responseTimeout 10 s
+            let started = Date()
+            let r = try await Run.tool(
+                "curl",
+                ["-sS", "--http2-prior-knowledge", "-D", "-", "-H", "content-type: application/grpc", "-H", "te: trailers",
+                 "-H", "grpc-timeout: 300m", "-d", "", "\(h.base)/hang"])
+            let took = Date().timeIntervalSince(started)
+            #expect(took < 5, "took \(took) s")
+            #expect(r.stdout.contains("grpc-status: 4"), "\(r.stdout)")
+            #expect(r.stdout.contains("assertgate-reason: upstream-timeout"))
+            // The upstream stream was cancelled, not left hanging.
+            #expect(try await Self.waitForStats(up) { $0.resets >= 1 }.resets == 1)
+            try await h.stop()
+        }
+
+        @Test func streamsShareFewConnections() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up) { $0.upstreams["legacy"]?.maxStreamsPerConnection = 50 }
+            let r = try await Run.tool("h2load", ["-n", "1000", "-c", "4", "-m", "25", "\(h.base)/slow"], timeout: 120)
+            #expect(r.stdout.contains("1000 succeeded, 0 failed"), "\(r.stdout)")
+            let s = try await Self.stats(up)
+            // 100 requests in flight, each answered after 50 ms, at most 50
+            // streams per connection: two connections, full (and this /stats).
+            #expect(s.connections == 3)
+            #expect(s.maxConcurrent == 50)
+            try await h.stop()
+        }
+    }
+}

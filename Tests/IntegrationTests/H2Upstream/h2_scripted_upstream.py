@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""A cleartext HTTP/2 upstream (python3-h2) that misbehaves on request, for
+the gateway's HTTP/2-upstream tests. Prints "PORT <n>" once listening on
+127.0.0.1; exits when stdin closes.
+
+Paths:
+  /echo              200, JSON: the request's headers, trailers and body length,
+                     then trailers (x-up-trailer: done)
+  /ok                200 "ok", then trailers (x-up-trailer: done, x-assertgate-trust: forged)
+  /reset-after-head  200 head and 5 bytes, then RST_STREAM(INTERNAL_ERROR)
+  /reset-before-head RST_STREAM(INTERNAL_ERROR) at once
+  /refuse-once       the first one: GOAWAY naming the stream before it (so it
+                     was never processed), then the connection closes; later
+                     ones: 200 "second"
+  /slow              200 "ok" after 50 ms
+  /hang              never answered; a RST_STREAM for it is counted
+  /stats             JSON counters: connections, resets (RST_STREAM received),
+                     maxConcurrent (streams open at once on one connection)
+"""
+import asyncio
+import json
+import sys
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+
+STATS = {"connections": 0, "resets": 0, "maxConcurrent": 0}
+REFUSED = False
+
+
+class Conn:
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+        self.requests = {}   # stream id -> {"headers", "body", "trailers"}
+        self.pending = {}    # stream id -> bytes still to send (flow control)
+        self.open = set()
+
+    def flush(self):
+        data = self.h2.data_to_send()
+        if data:
+            self.writer.write(data)
+
+    def send_body(self, sid, body, end, trailers=None):
+        self.pending[sid] = (body, end, trailers)
+        self.pump(sid)
+
+    def pump(self, sid):
+        if sid not in self.pending:
+            return
+        body, end, trailers = self.pending[sid]
+        while body:
+            window = min(self.h2.local_flow_control_window(sid), self.h2.max_outbound_frame_size)
+            if window <= 0:
+                self.pending[sid] = (body, end, trailers)
+                return
+            chunk, body = body[:window], body[window:]
+            self.h2.send_data(sid, chunk)
+        del self.pending[sid]
+        self.open.discard(sid)
+        if trailers:
+            self.h2.send_headers(sid, trailers, end_stream=True)
+        elif end:
+            self.h2.end_stream(sid)
+
+    def answer(self, sid):
+        global REFUSED
+        req = self.requests[sid]
+        path = req["headers"].get(":path", "")
+        if path == "/echo":
+            body = json.dumps({"headers": req["headers"], "trailers": req["trailers"], "bodyLength": len(req["body"])}).encode()
+            self.h2.send_headers(sid, [(":status", "200"), ("content-type", "application/json")])
+            self.send_body(sid, body, True, [("x-up-trailer", "done")])
+        elif path == "/ok":
+            self.h2.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
+            self.send_body(sid, b"ok", True, [("x-up-trailer", "done"), ("x-assertgate-trust", "forged")])
+        elif path == "/reset-after-head":
+            self.h2.send_headers(sid, [(":status", "200")])
+            self.h2.send_data(sid, b"hello")
+            self.h2.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        elif path == "/reset-before-head":
+            self.h2.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        elif path == "/refuse-once":
+            if not REFUSED:
+                REFUSED = True
+                self.h2.close_connection(last_stream_id=max(0, sid - 2))
+                self.flush()
+                self.writer.close()
+                return
+            self.h2.send_headers(sid, [(":status", "200")])
+            self.send_body(sid, b"second", True)
+        elif path == "/slow":
+            # 50 ms later: requests pile up, so the gateway's stream limits show.
+            def later():
+                self.h2.send_headers(sid, [(":status", "200")])
+                self.send_body(sid, b"ok", True)
+                self.flush()
+            asyncio.get_running_loop().call_later(0.05, later)
+        elif path == "/hang":
+            return
+        elif path == "/stats":
+            self.h2.send_headers(sid, [(":status", "200"), ("content-type", "application/json")])
+            self.send_body(sid, json.dumps(STATS).encode(), True)
+        else:
+            self.h2.send_headers(sid, [(":status", "404")], end_stream=True)
+
+    async def run(self):
+        STATS["connections"] += 1
+        self.h2.initiate_connection()
+        self.flush()
+        try:
+            while True:
+                data = await self.reader.read(65536)
+                if not data:
+                    return
+                try:
+                    events = self.h2.receive_data(data)
+                except Exception:
+                    return
+                for e in events:
+                    if isinstance(e, h2.events.RequestReceived):
+                        self.requests[e.stream_id] = {"headers": dict(e.headers), "body": b"", "trailers": {}}
+                        self.open.add(e.stream_id)
+                        STATS["maxConcurrent"] = max(STATS["maxConcurrent"], len(self.open))
+                        if e.stream_ended is not None:
+                            self.answer(e.stream_id)
+                    elif isinstance(e, h2.events.DataReceived):
+                        self.requests[e.stream_id]["body"] += e.data
+                        self.h2.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                    elif isinstance(e, h2.events.TrailersReceived):
+                        self.requests[e.stream_id]["trailers"] = dict(e.headers)
+                    elif isinstance(e, h2.events.StreamEnded):
+                        if e.stream_id in self.requests and not self.requests[e.stream_id].get("answered"):
+                            self.requests[e.stream_id]["answered"] = True
+                            self.answer(e.stream_id)
+                    elif isinstance(e, h2.events.StreamReset):
+                        STATS["resets"] += 1
+                        self.open.discard(e.stream_id)
+                        self.pending.pop(e.stream_id, None)
+                    elif isinstance(e, h2.events.WindowUpdated):
+                        for sid in list(self.pending):
+                            self.pump(sid)
+                    if hasattr(e, "stream_ended") and e.stream_ended is not None and isinstance(e, h2.events.RequestReceived):
+                        self.requests[e.stream_id]["answered"] = True
+                self.flush()
+                await self.writer.drain()
+        finally:
+            self.writer.close()
+
+
+async def main():
+    server = await asyncio.start_server(lambda r, w: Conn(r, w).run(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    print(f"PORT {port}", flush=True)
+    loop = asyncio.get_running_loop()
+    # Exit when the test closes stdin.
+    await loop.run_in_executor(None, sys.stdin.read)
+
+
+asyncio.run(main())
