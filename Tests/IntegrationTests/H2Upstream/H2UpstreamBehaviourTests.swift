@@ -144,6 +144,23 @@ extension Integration {
             try await h.stop()
         }
 
+        @Test func aConnectionThatStopsAnsweringPINGIsClosedBeforeTheResponseTimeout() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up) {
+                $0.upstreams["legacy"]?.responseTimeout = .seconds(4)
+                $0.upstreams["legacy"]?.connectTimeout = .milliseconds(300)
+            }
+            let started = Date()
+            let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/freeze"])
+            let took = Date().timeIntervalSince(started)
+            // PING after 2 s of silence, no ACK within 300 ms: the connection is
+            // given up (502), not waited on until the 4 s response timeout (504).
+            #expect(r.stdout.contains(" 502"), "\(r.stdout)")
+            #expect(took > 1.9 && took < 3.5, "took \(took) s")
+            try await h.stop()
+        }
+
         @Test func streamsShareFewConnections() async throws {
             let up = try Self.upstream()
             defer { up.stop() }

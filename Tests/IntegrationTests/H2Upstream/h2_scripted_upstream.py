@@ -13,6 +13,7 @@ Paths:
                      was never processed), then the connection closes; later
                      ones: 200 "second"
   /slow              200 "ok" after 50 ms
+  /freeze            this connection stops reading and writing (no PING ACK)
   /hang              never answered; a RST_STREAM for it is counted
   /stats             JSON counters: connections, resets (RST_STREAM received),
                      maxConcurrent (streams open at once on one connection)
@@ -37,6 +38,7 @@ class Conn:
         self.requests = {}   # stream id -> {"headers", "body", "trailers"}
         self.pending = {}    # stream id -> bytes still to send (flow control)
         self.open = set()
+        self.frozen = False
 
     def flush(self):
         data = self.h2.data_to_send()
@@ -100,6 +102,8 @@ class Conn:
             asyncio.get_running_loop().call_later(0.05, later)
         elif path == "/hang":
             return
+        elif path == "/freeze":
+            self.frozen = True
         elif path == "/stats":
             self.h2.send_headers(sid, [(":status", "200"), ("content-type", "application/json")])
             self.send_body(sid, json.dumps(STATS).encode(), True)
@@ -146,6 +150,8 @@ class Conn:
                         self.requests[e.stream_id]["answered"] = True
                 self.flush()
                 await self.writer.drain()
+                if self.frozen:
+                    await asyncio.Future()  # a peer that is there and says nothing
         finally:
             self.writer.close()
 
