@@ -23,6 +23,7 @@ enum FuzzTarget: UInt8, CaseIterable {
     case upstreamResponse
     case routingPath
     case deviceCheck
+    case upstreamH2
 }
 
 /// Aborts with a message libFuzzer shows next to the crash input.
@@ -82,6 +83,7 @@ public func gatewayFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) 
     case .upstreamResponse: fuzzUpstreamResponse(bytes)
     case .routingPath: fuzzRoutingPath(bytes)
     case .deviceCheck: fuzzDeviceCheck(bytes)
+    case .upstreamH2: fuzzUpstreamH2(bytes)
     }
     return 0
 }
@@ -259,6 +261,24 @@ func fuzzHeaderRewrite(_ bytes: [UInt8]) {
             check(added.contains(name.lowercased()) || !HeaderRewriter.isListed(name, listed), "Connection-listed \(name) forwarded")
         }
         check(up[canonicalForm: "x-request-id"] == ["fuzz-request"], "X-Request-Id not replaced")
+        // The same head for an HTTP/2 upstream: pseudo-headers first, in
+        // order, lower-case names, nothing HTTP/2 forbids.
+        if let h1 = HeaderRewriter.upstreamRequestHead(
+            method: "POST", target: "/fuzz?x=1", client: headers, authority: first & 4 != 0 ? "api.example" : nil,
+            route: route, snapshot: snapshot, requestId: "fuzz-request", clientAddress: "127.0.0.1", scheme: "https",
+            extra: [], bodyFraming: framing, fallbackHost: "fallback.example", allocator: ByteBufferAllocator())
+        {
+            let fields = UpstreamH2Head(h1, scheme: "http", trailers: first & 16 != 0).fields
+            let pseudo = fields.prefix { $0.0.hasPrefix(":") }.map(\.0)
+            check(pseudo == [":method", ":scheme", ":authority", ":path"], "pseudo-headers \(pseudo)")
+            check(fields.filter { $0.0.hasPrefix(":") }.count == 4, "a pseudo-header among the fields")
+            for (name, value) in fields.dropFirst(4) {
+                check(name == name.lowercased(), "upper-case name \(name) to an HTTP/2 upstream")
+                check(!["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"].contains(name),
+                    "\(name) sent to an HTTP/2 upstream")
+                check(name != "te" || value == "trailers", "te: \(value) sent to an HTTP/2 upstream")
+            }
+        }
     }
     // The same fields as an upstream's response head (UpstreamResponseParser): none
     // of those dropped on the way up may reach the client on the way down.
@@ -293,6 +313,10 @@ func isToken(_ name: String) -> Bool {
 
 func fuzzValueParsers(_ bytes: [UInt8]) {
     let text = String(decoding: bytes, as: UTF8.self)
+    if let cap = GRPCTimeout.parse(text) {
+        check(cap.nanoseconds >= 0, "negative grpc-timeout")
+        check(text.utf8.count <= 9, "grpc-timeout over 8 digits accepted")
+    }
     if let amount = try? DurationParser.parse(text) {
         check(amount.nanoseconds >= 0, "negative duration parsed")
         let again = try? DurationParser.parse(DurationParser.format(amount))
@@ -456,5 +480,51 @@ func fuzzDeviceCheck(_ bytes: [UInt8]) {
         if let b = bits.bit0 { parts.append("bit0=\(b ? 1 : 0)") }
         if let b = bits.bit1 { parts.append("bit1=\(b ? 1 : 0)") }
         check(SetDeviceBits(parsing: Array(parts.joined(separator: ", ").utf8)) == bits, "instruction does not round-trip")
+    }
+}
+
+/// An HTTP/2 upstream's bytes (after a valid SETTINGS, so the fuzzer gets
+/// past the preface) into a client session with two requests open: whatever
+/// arrives, heads carry a status, trailers no pseudo-header, and no stream
+/// the client never opened gets an event.
+func fuzzUpstreamH2(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let settings = HTTP2Session.Settings(
+        maxConcurrentStreams: 100, maxHeaderListBytes: 16 << 10, streamResetBurst: 1000, streamResetPerSecond: 1000)
+    guard let session = try? HTTP2Session.client(settings, allocator: ByteBufferAllocator()) else { return }
+    let get = UpstreamRequestHead(bytes: ByteBuffer(string: "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"), isHead: false, chunked: false)
+    let post = UpstreamRequestHead(bytes: ByteBuffer(string: "POST /b HTTP/1.1\r\nHost: h\r\n\r\n"), isHead: false, chunked: false)
+    guard let a = try? session.submitRequest(UpstreamH2Head(get, scheme: "http", trailers: false), body: nil),
+        let b = try? session.submitRequest(UpstreamH2Head(post, scheme: "http", trailers: true), body: nil)
+    else { return }
+    var events: [HTTP2Session.Event] = []
+    var out: ByteBuffer?
+    _ = try? session.drain(into: &out, events: &events)
+    var input: [UInt8] = [0, 0, 0, 4, 0, 0, 0, 0, 0]  // SETTINGS, empty
+    input += bytes.dropFirst()
+    // Fed in pieces of a size the input picks: state must carry across reads.
+    let piece = max(1, Int(first))
+    var offset = 0
+    while offset < input.count {
+        let end = min(input.count, offset + piece)
+        do { try session.feed(ByteBuffer(bytes: input[offset..<end]), into: &events) } catch { break }
+        offset = end
+        out = nil
+        _ = try? session.drain(into: &out, events: &events)
+    }
+    for e in events {
+        switch e {
+        case .head(let id, let head, _):
+            check(id == a || id == b, "a head for stream \(id) never opened")
+            check(head.status != nil, "a response head without :status")
+            check(!(100..<200).contains(head.status ?? 0), "an informational head handed over")
+        case .trailers(let id, let fields):
+            check(id == a || id == b, "trailers for stream \(id) never opened")
+            for (name, _) in fields { check(!name.hasPrefix(":"), "pseudo-header \(name) in trailers") }
+        case .data(let id, _):
+            check(id == a || id == b, "data for stream \(id) never opened")
+        default:
+            break
+        }
     }
 }
