@@ -172,7 +172,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         resumeReads()
     }
 
-    func abortResponse() {
+    func abortResponse(http2ErrorCode: UInt32?) {
         context?.close(promise: nil)
     }
 

@@ -75,9 +75,9 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         connection?.resumeIfDeferred(self)
     }
 
-    func abortResponse() {
+    func abortResponse(http2ErrorCode: UInt32?) {
         guard !isClosed else { return }
-        connection?.resetStream(self, errorCode: 0x2)  // INTERNAL_ERROR
+        connection?.resetStream(self, errorCode: http2ErrorCode ?? 0x2)  // INTERNAL_ERROR
     }
 
     func requestBodyConsumed(_ bytes: Int) {

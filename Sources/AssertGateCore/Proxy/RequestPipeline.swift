@@ -182,7 +182,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// before the end, without the names only the gateway may set.
     func receiveTrailers(_ fields: HTTPHeaders) {
         guard !exchange.requestIsComplete else { return }
-        let kept = Self.filterTrailers(fields, prefix: snapshot.trustPrefixLower)
+        let kept = Self.filterTrailers(
+            fields, prefix: snapshot.trustPrefixLower, dropUnderscores: snapshot.config.limits.underscoresInHeaders != .allow)
         guard !kept.isEmpty else { return }
         switch stage {
         case .forwarding(let conn): conn.sendTrailers(kept)
@@ -192,15 +193,18 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     /// Trailers either way lose hop-by-hop fields, pseudo-headers, the
-    /// forwarding names and every trust-prefixed name: a trailer must never
-    /// say what only the gateway may (a server that merges trailers into
-    /// headers would read it as the gateway's word).
-    static func filterTrailers(_ fields: HTTPHeaders, prefix: [UInt8]) -> HTTPHeaders {
+    /// forwarding names and every trust-prefixed name, also spelled with `_`
+    /// for `-`: a trailer must never say what only the gateway may (a server
+    /// that merges trailers into headers would read it as the gateway's
+    /// word). A client's names with `_` go unless `underscoresInHeaders:
+    /// allow` (`reject` cannot answer any more: the request is under way).
+    static func filterTrailers(_ fields: HTTPHeaders, prefix: [UInt8], dropUnderscores: Bool = true) -> HTTPHeaders {
         var out = HTTPHeaders()
         for (name, value) in fields {
             if name.utf8.first == UInt8(ascii: ":") || HeaderRewriter.isHopByHop(name) { continue }
-            let lower = name.utf8.map(ASCII.lower)
-            if lower.starts(with: prefix) || HeaderRewriter.isReservedName(lower) { continue }
+            if dropUnderscores, name.utf8.contains(UInt8(ascii: "_")) { continue }
+            let folded = name.utf8.map { $0 == UInt8(ascii: "_") ? UInt8(ascii: "-") : ASCII.lower($0) }
+            if folded.starts(with: prefix) || HeaderRewriter.isReservedName(folded) { continue }
             out.add(name: name, value: value)
         }
         return out
@@ -493,15 +497,16 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
         }
         stage = .leasing(route, attempt: attempt)
-        var config = upstream
-        // A gRPC client's deadline caps how long the gateway waits for the answer.
-        if let cap = GRPCTimeout.parse(request.headers.first(name: "grpc-timeout")), cap < config.responseTimeout {
-            config.responseTimeout = cap
+        // A gRPC client's deadline caps how long the gateway waits for this answer
+        // (this request's alone: the pool keeps the upstream's own timeout).
+        var responseTimeout: TimeAmount?
+        if let cap = GRPCTimeout.parse(request.headers.first(name: "grpc-timeout")), cap < upstream.responseTimeout {
+            responseTimeout = cap
         }
         worker.upstreams.lease(
-            name: route.upstream, config: config, tls: snapshot.upstreamTLS[route.upstream],
-            client: request.clientAddress, wantsTrailers: config.isHTTP2 && Self.wantsTrailers(request.headers),
-            delegate: self)
+            name: route.upstream, config: upstream, tls: snapshot.upstreamTLS[route.upstream],
+            client: request.clientAddress, wantsTrailers: upstream.isHTTP2 && Self.wantsTrailers(request.headers),
+            responseTimeout: responseTimeout, delegate: self)
     }
 
     private func writeBody(_ buffer: ByteBuffer, to conn: any UpstreamExchange) {
@@ -579,13 +584,14 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         finish()
     }
 
-    /// The response cannot be completed: the stream is reset or the connection closed.
-    private func fail() {
+    /// The response cannot be completed: the stream is reset or the connection
+    /// closed (with an HTTP/2 upstream's own reset code, when that is why).
+    private func fail(http2ErrorCode: UInt32? = nil) {
         switch stage {
         case .forwarding(let conn), .draining(let conn, _): conn.abandon()
         default: break
         }
-        if exchange.cut() { sink.abortResponse() }
+        if exchange.cut() { sink.abortResponse(http2ErrorCode: http2ErrorCode) }
         finish()
     }
 
@@ -767,7 +773,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     func upstreamResponseTrailers(_ fields: HTTPHeaders) {
         guard case .forwarding = stage else { return }
-        let kept = Self.filterTrailers(fields, prefix: snapshot.trustPrefixLower)
+        // Underscores are the upstream's business on the way down; trust names are not.
+        let kept = Self.filterTrailers(fields, prefix: snapshot.trustPrefixLower, dropUnderscores: false)
         guard !kept.isEmpty else { return }
         if heldResponse != nil {
             heldResponse?.trailers = kept
@@ -814,7 +821,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 return lease(route, attempt: 1)
             }
             // The connection is closed or closing: `fail`/`answer` abandoning it again is a no-op.
-            if exchange.responseStarted { fail() } else { answer(Rejection(error)) }
+            if exchange.responseStarted {
+                if case .streamReset(let code) = error { return fail(http2ErrorCode: code) }
+                fail()
+            } else {
+                answer(Rejection(error))
+            }
         case .draining:
             finish()
         default:

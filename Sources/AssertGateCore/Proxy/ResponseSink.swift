@@ -16,8 +16,10 @@ protocol ResponseSink: AnyObject {
     /// gets none, as documented).
     func sendResponseTrailers(_ fields: HTTPHeaders)
     func sendResponseEnd()
-    /// The response cannot be completed: reset the stream / close the connection.
-    func abortResponse()
+    /// The response cannot be completed: reset the stream / close the
+    /// connection. `http2ErrorCode`: an HTTP/2 upstream's own reset code, passed
+    /// on to an HTTP/2 client (nil: INTERNAL_ERROR).
+    func abortResponse(http2ErrorCode: UInt32?)
     /// `bytes` of request body have been taken by the upstream (or discarded): open the window.
     func requestBodyConsumed(_ bytes: Int)
     /// Too much response body is buffered downstream: the pipeline should pause the upstream.

@@ -20,8 +20,8 @@ enum UpstreamError: Error, Equatable {
     /// An HTTP/2 upstream refused the stream (REFUSED_STREAM, or above a
     /// GOAWAY's last stream id): it never processed it, so it may be sent again.
     case refusedStream
-    /// An HTTP/2 upstream reset the stream after taking it.
-    case streamReset
+    /// An HTTP/2 upstream reset the stream after taking it, with this code.
+    case streamReset(UInt32)
 
     var isConnectFailure: Bool { self == .connectFailed || self == .connectTimeout }
 

@@ -97,7 +97,7 @@ final class UpstreamPool {
     /// `client`: the downstream client's address, for `maxConnectionsPerClient`.
     func lease(
         name: String, config: UpstreamConfig, tls: UpstreamTLS?, client: String? = nil, wantsTrailers: Bool = false,
-        delegate: UpstreamExchangeDelegate
+        responseTimeout: TimeAmount? = nil, delegate: UpstreamExchangeDelegate
     ) {
         guard !config.endpoints.isEmpty else {
             delegate.upstreamLeaseFailed(.noEndpoints)
@@ -106,13 +106,16 @@ final class UpstreamPool {
         let now = NIODeadline.now()
         if config.isHTTP2 {
             return pickH2Endpoint(name: name, config: config, now: now).lease(
-                config: config, tls: tls, client: client, wantsTrailers: wantsTrailers, delegate: delegate, now: now)
+                config: config, tls: tls, client: client, wantsTrailers: wantsTrailers,
+                responseTimeout: responseTimeout ?? config.responseTimeout, delegate: delegate, now: now)
         }
         guard let ep = pickEndpoint(name: name, config: config, now: now) else {
             delegate.upstreamLeaseFailed(.noEndpoints)
             return
         }
-        ep.lease(config: config, tls: tls, client: client, delegate: delegate, now: now)
+        ep.lease(
+            config: config, tls: tls, client: client, responseTimeout: responseTimeout ?? config.responseTimeout,
+            delegate: delegate, now: now)
     }
 
     func h2EndpointPool(upstream: String, _ endpoint: UpstreamEndpoint) -> H2EndpointPool {
@@ -234,6 +237,8 @@ final class EndpointPool {
         var delegate: UpstreamExchangeDelegate
         var deadline: NIODeadline
         var client: String?
+        /// The upstream's, or less for this request (`grpc-timeout`).
+        var responseTimeout: TimeAmount
     }
 
     /// Connections (leased or connecting) per client address: only clients
@@ -313,14 +318,15 @@ final class EndpointPool {
     }
 
     func lease(
-        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, delegate: UpstreamExchangeDelegate, now: NIODeadline
+        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, responseTimeout: TimeAmount,
+        delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
         self.config = config
         if endpoint.tls, let offered = tls, offered.generation > (self.tls?.generation ?? 0) {
             self.tls = offered
             for c in idle { c.close() }
         }
-        let waiter = Waiter(delegate: delegate, deadline: now + config.responseTimeout, client: client)
+        let waiter = Waiter(delegate: delegate, deadline: now + responseTimeout, client: client, responseTimeout: responseTimeout)
         // A client at its share waits for one of its own connections, even
         // when others are free: those are kept for everyone else.
         if holds(client) >= perClientCap {
@@ -329,12 +335,12 @@ final class EndpointPool {
         }
         if let c = reusableIdle() {
             take(client)
-            c.begin(delegate: delegate, client: client, responseTimeout: config.responseTimeout, idleTimeout: config.idleTimeout)
+            c.begin(delegate: delegate, client: client, responseTimeout: responseTimeout, idleTimeout: config.idleTimeout)
             delegate.upstreamLeased(c)
             return
         }
         if total < totalCap {
-            connect(config: config, client: client, delegate: delegate)
+            connect(config: config, client: client, responseTimeout: responseTimeout, delegate: delegate)
         } else {
             // No free connection for this request: the pool is exhausted from now
             // until one is free again (`checkExhaustion`).
@@ -354,7 +360,9 @@ final class EndpointPool {
         return nil
     }
 
-    private func connect(config: UpstreamConfig, client: String?, delegate: UpstreamExchangeDelegate) {
+    private func connect(
+        config: UpstreamConfig, client: String?, responseTimeout: TimeAmount, delegate: UpstreamExchangeDelegate
+    ) {
         take(client)
         total += 1
         let loop = pool.eventLoop
@@ -404,13 +412,14 @@ final class EndpointPool {
         future.whenComplete { result in
             let (ep, delegate, settings) = bound.value
             ep.connectCompleted(
-                result, handler: installed.value.client, config: config, tls: settings, client: client, delegate: delegate)
+                result, handler: installed.value.client, config: config, tls: settings, client: client,
+                responseTimeout: responseTimeout, delegate: delegate)
         }
     }
 
     private func connectCompleted(
         _ result: Result<Channel, Error>, handler: UpstreamClientHandler?, config: UpstreamConfig, tls: UpstreamTLS?,
-        client: String?,
+        client: String?, responseTimeout: TimeAmount,
         delegate: UpstreamExchangeDelegate
     ) {
         switch result {
@@ -427,7 +436,7 @@ final class EndpointPool {
                 return
             }
             let c = UpstreamConnection(channel: channel, endpoint: self, handler: handler, tls: tls)
-            c.begin(delegate: delegate, client: client, responseTimeout: config.responseTimeout, idleTimeout: config.idleTimeout)
+            c.begin(delegate: delegate, client: client, responseTimeout: responseTimeout, idleTimeout: config.idleTimeout)
             if !channel.isActive {
                 c.abandon()
                 delegate.upstreamLeaseFailed(.connectFailed)
@@ -470,7 +479,7 @@ final class EndpointPool {
         }
         if let w = popEligibleWaiter() {
             take(w.client)
-            c.begin(delegate: w.delegate, client: w.client, responseTimeout: config?.responseTimeout ?? .seconds(30),
+            c.begin(delegate: w.delegate, client: w.client, responseTimeout: w.responseTimeout,
                     idleTimeout: config?.idleTimeout ?? .seconds(60))
             w.delegate.upstreamLeased(c)
             return
@@ -498,7 +507,9 @@ final class EndpointPool {
 
     private func serveWaiter() {
         guard !waiters.isEmpty, let config, total < totalCap else { return }
-        if let w = popEligibleWaiter() { connect(config: config, client: w.client, delegate: w.delegate) }
+        if let w = popEligibleWaiter() {
+            connect(config: config, client: w.client, responseTimeout: w.responseTimeout, delegate: w.delegate)
+        }
     }
 
     /// Called by the sweep: an endpoint whose connections have all been busy,

@@ -212,4 +212,11 @@ import Testing
         let kept = RequestPipeline.filterTrailers(fields, prefix: Array("x-assertgate-".utf8))
         #expect(kept.map(\.name) == ["grpc-status", "x-app-trailer"])
     }
+
+    @Test func underscoresFollowThePolicyAndNeverSpellATrustName() {
+        let fields: HTTPHeaders = ["x_assertgate_user": "u1", "x_forwarded_for": "6.6.6.6", "x_app": "a", "x-app": "b"]
+        let prefix = Array("x-assertgate-".utf8)
+        #expect(RequestPipeline.filterTrailers(fields, prefix: prefix).map(\.name) == ["x-app"])
+        #expect(RequestPipeline.filterTrailers(fields, prefix: prefix, dropUnderscores: false).map(\.name) == ["x_app", "x-app"])
+    }
 }

@@ -31,7 +31,7 @@ final class RecordingSink: ResponseSink {
     var trailers: HTTPHeaders?
     func sendResponseTrailers(_ fields: HTTPHeaders) { trailers = fields }
     func sendResponseEnd() { ended = true }
-    func abortResponse() { aborted = true }
+    func abortResponse(http2ErrorCode: UInt32?) { aborted = true }
     func requestBodyConsumed(_ bytes: Int) { consumed += bytes }
     func pipelineFinished() { finished += 1 }
 }

@@ -95,6 +95,10 @@ extension Integration {
             let r = try await Run.tool("nghttp", ["-v", "\(h.base)/reset-after-head"])
             #expect(r.stdout.contains("recv RST_STREAM frame <length=4, flags=0x00, stream_id=13>"), "\(r.stdout)")
             #expect(!r.stdout.contains("; END_STREAM\n"), "\(r.stdout)")
+            #expect(r.stdout.contains("error_code=INTERNAL_ERROR(0x02)"))
+            // The upstream's own code is passed on (gRPC reads CANCEL as CANCELLED).
+            let cancel = try await Run.tool("nghttp", ["-v", "\(h.base)/cancel-after-head"])
+            #expect(cancel.stdout.contains("error_code=CANCEL(0x08)"), "\(cancel.stdout)")
             // Before the head: the gateway answers 502 itself.
             let early = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/reset-before-head"])
             #expect(early.stdout.contains(" 502"))

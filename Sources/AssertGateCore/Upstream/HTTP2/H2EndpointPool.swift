@@ -53,14 +53,14 @@ final class H2EndpointPool {
         return true
     }
 
-    /// Connections open (ready or retiring) and being made, for tests and `/metrics`.
+    /// Connections open (ready or retiring) and being made (tests).
     var connectionCount: Int { connections.count + retiring.count + connecting }
 
     private var perClientCap: Int { config?.effectiveMaxConnectionsPerClient ?? Int.max }
     private var maxConnections: Int { max(1, config?.maxConnectionsPerEndpoint ?? 1) }
 
     func lease(
-        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, wantsTrailers: Bool,
+        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, wantsTrailers: Bool, responseTimeout: TimeAmount,
         delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
         self.config = config
@@ -70,8 +70,8 @@ final class H2EndpointPool {
             for c in connections { c.retire() }
         }
         let w = Waiter(
-            delegate: delegate, deadline: now + config.responseTimeout, client: client,
-            responseTimeout: config.responseTimeout, wantsTrailers: wantsTrailers)
+            delegate: delegate, deadline: now + responseTimeout, client: client,
+            responseTimeout: responseTimeout, wantsTrailers: wantsTrailers)
         if held(client) < perClientCap, let c = roomiest() {
             return grant(w, on: c)
         }
@@ -123,12 +123,14 @@ final class H2EndpointPool {
     }
 
     /// Waiters that a connection being made cannot all take get another
-    /// connection, up to the limit.
+    /// connection, up to the limit. Those held back only by their client's
+    /// share do not count: a free slot would not serve them either.
     private func connectIfNeeded() {
         guard !waiters.isEmpty, let config else { return }
-        let perConnection = max(1, config.maxStreamsPerConnection)
-        let coming = connecting * perConnection
-        guard waiters.count > coming, connections.count + retiring.count + connecting < maxConnections else { return }
+        let cap = perClientCap
+        let eligible = waiters.reduce(0) { $0 + (held($1.client) < cap ? 1 : 0) }
+        let coming = connecting * max(1, config.maxStreamsPerConnection)
+        guard eligible > coming, connections.count + retiring.count + connecting < maxConnections else { return }
         connect(config: config)
     }
 

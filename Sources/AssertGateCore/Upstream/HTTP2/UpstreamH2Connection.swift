@@ -274,7 +274,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         case .closed(let id, let errorCode):
             guard let s = streams.removeValue(forKey: id) else { return }
             release(s)
-            s.closed(error: errorCode == NGHTTP2_REFUSED_STREAM.rawValue ? .refusedStream : .streamReset)
+            s.closed(error: errorCode == NGHTTP2_REFUSED_STREAM.rawValue ? .refusedStream : .streamReset(errorCode))
             if goingAway, granted == 0 { close() }
         case .goAwayReceived(let lastStreamId, let errorCode):
             endpoint.pool.logger.debug(
