@@ -1,0 +1,158 @@
+import AssertGateTestSupport
+import Foundation
+import Testing
+
+extension Integration {
+    /// The issue #19 fixtures on their own, no gateway: grpcio's client
+    /// against grpcio's server, nghttp and curl against nghttpd. If these
+    /// fail, a failing `H2Upstream` test says nothing about the gateway.
+    @Suite(.serialized) struct H2FixtureSmokeTests {
+        @Test func grpcUnaryFailAndChatAgainstTheServerDirectly() async throws {
+            let server = try GRPCServerFixture()
+            defer { server.stop() }
+            let say = try await GRPCClient.run(
+                ["unary", "--target", server.target, "--text", "hi", "--seq", "3"]
+                    + GRPCClient.metadata([("x-test-meta", "1")]), as: GRPCClient.Unary.self)
+            #expect(say.code == "OK", "\(say)")
+            #expect(say.reply?.text == "hi" && say.reply?.seq == 3)
+            #expect(say.reply?.seenMetadata["x-test-meta"] == "1")
+            #expect(say.trailingMetadata["x-test-trailer"] == "say")
+
+            let fail = try await GRPCClient.run(
+                ["unary", "--target", server.target, "--method", "Fail", "--text", "not ready"], as: GRPCClient.Unary.self)
+            #expect(fail.codeNumber == 9 && fail.code == "FAILED_PRECONDITION", "\(fail)")
+            #expect(fail.details == "not ready")
+            #expect(fail.trailingMetadata["x-test-trailer"] == "yes")
+
+            let chat = try await GRPCClient.run(
+                ["chat", "--target", server.target, "--count", "1000", "--size", "512", "--window", "16"],
+                as: GRPCClient.Chat.self)
+            #expect(chat.code == "OK", "\(chat)")
+            #expect(chat.received == 1000 && chat.inOrder)
+
+            let stats = try await server.stats()
+            #expect(stats.sayCalls == 1 && stats.failCalls == 1 && stats.chatMessages == 1000)
+            // Three client processes, one connection each: what the
+            // connection counting of the GOAWAY tests rests on.
+            #expect(stats.peers.count == 3, "\(stats.peers)")
+        }
+
+        /// The server tells cancelled calls from completed ones, whether the
+        /// client cancelled or its deadline passed, and can end a call itself.
+        @Test func grpcCancelDeadlineAndServerResetAreObservable() async throws {
+            let server = try GRPCServerFixture()
+            defer { server.stop() }
+            let cancel = try await GRPCClient.run(
+                ["cancel", "--target", server.target, "--stats-target", server.target, "--text", "c1"],
+                as: GRPCClient.Cancel.self)
+            #expect(cancel.started && cancel.serverSawCancel && !cancel.serverCompleted, "\(cancel)")
+            #expect(cancel.clientCode == "CANCELLED")
+
+            let late = try await GRPCClient.run(
+                ["unary", "--target", server.target, "--method", "Slow", "--text", "d1", "--seq", "20", "--timeout", "0.5"],
+                as: GRPCClient.Unary.self)
+            #expect(late.code == "DEADLINE_EXCEEDED" && late.codeNumber == 4, "\(late)")
+            #expect(late.elapsedMs < 5000)
+            let stats = try await server.waitForStats { $0.slowCancelled.contains("d1") }
+            #expect(stats.slowCancelled.contains("d1") && !stats.slowCompleted.contains("d1"))
+
+            let quick = try await GRPCClient.run(
+                ["unary", "--target", server.target, "--method", "Slow", "--text", "q1", "--seq", "1"], as: GRPCClient.Unary.self)
+            #expect(quick.code == "OK" && quick.reply?.seq == 1)
+            #expect(try await server.stats().slowCompleted == ["q1"])
+
+            let reset = try await GRPCClient.run(
+                ["chat", "--target", server.target, "--count", "100", "--reset-at", "5", "--timeout", "20"],
+                as: GRPCClient.Chat.self)
+            #expect(reset.code == "CANCELLED", "\(reset)")
+            #expect(reset.received == 5)
+        }
+
+        /// max_connection_age makes the server send GOAWAY: grpcio's client
+        /// moves to new connections without a failed call.
+        @Test func grpcServerGoawayRotatesConnectionsWithoutFailedCalls() async throws {
+            let server = try GRPCServerFixture(maxConnectionAgeMs: 300)
+            defer { server.stop() }
+            let load = try await GRPCClient.run(
+                ["load", "--target", server.target, "--seconds", "2", "--concurrency", "4"], as: GRPCClient.Load.self)
+            #expect(load.failed == 0, "\(load)")
+            #expect(load.ok > 50)
+            #expect(try await server.stats().peers.count > 1)
+        }
+
+        @Test func grpcOverTLS() async throws {
+            let pki = try await TestPKI.shared.value
+            let server = try GRPCServerFixture(tls: .init(certificate: pki.serverCertificate, privateKey: pki.serverKey))
+            defer { server.stop() }
+            let say = try await GRPCClient.run(
+                ["unary", "--target", server.target, "--tls-ca", pki.caCertificate, "--server-name", "localhost", "--text", "tls"],
+                as: GRPCClient.Unary.self)
+            #expect(say.code == "OK", "\(say)")
+            #expect(say.reply?.text == "tls")
+            let untrusted = try await GRPCClient.run(
+                ["unary", "--target", server.target, "--tls-ca", pki.otherCACertificate, "--server-name", "localhost",
+                 "--timeout", "5"], as: GRPCClient.Unary.self)
+            #expect(untrusted.code == "UNAVAILABLE", "\(untrusted)")
+        }
+
+        /// print-body is protobuf's encoding (field 1 length-delimited, field
+        /// 2 varint), and the frame is gRPC's 5-byte prefix plus it.
+        @Test func printBodyIsTheProtobufEncoding() async throws {
+            let message = try await GRPCClient.message(text: "hi", seq: 3)
+            #expect(message == [0x0A, 0x02, 0x68, 0x69, 0x10, 0x03])
+            #expect(GRPCClient.frame(message) == [0, 0, 0, 0, 6, 0x0A, 0x02, 0x68, 0x69, 0x10, 0x03])
+        }
+
+        @Test func aMissingEnvironmentFailsWithHowToMakeIt() throws {
+            do {
+                _ = try GRPCFixtures.python(environment: ["ASSERTGATE_GRPC_PYTHON": "/nonexistent/python"])
+                Issue.record("a missing interpreter was accepted")
+            } catch {
+                let text = String(describing: error)
+                #expect(text.contains("Tests/Fixtures/grpc/setup.sh") && text.contains("/nonexistent/python"), "\(text)")
+            }
+        }
+
+        @Test func nghttpdServesH2cWithTrailers() async throws {
+            let nghttpd = try NghttpdFixture()
+            defer { nghttpd.stop() }
+            let (exchange, r) = try await NghttpExchange.run(nghttpd.baseURL + "/files/hello.txt")
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(exchange.status == 200)
+            #expect(exchange.dataBytes == 19)
+            #expect(exchange.trailer("x-test-trailer") == "from-nghttpd", "\(exchange.trailers)")
+            #expect(exchange.trailer("x-test-checksum") == "abc123")
+            #expect(exchange.header("x-test-trailer") == nil)
+            try await Self.expectDownload(nghttpd.baseURL + "/files/big.bin", equals: nghttpd.files["files/big.bin"], curl: [
+                "--http2-prior-knowledge",
+            ])
+        }
+
+        @Test func nghttpdServesTLSWithALPNh2() async throws {
+            let pki = try await TestPKI.shared.value
+            let nghttpd = try NghttpdFixture(tls: pki)
+            defer { nghttpd.stop() }
+            let (exchange, r) = try await NghttpExchange.run(nghttpd.baseURL + "/files/hello.txt")
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(exchange.status == 200)
+            #expect(exchange.trailer("x-test-trailer") == "from-nghttpd", "\(exchange.raw.suffix(1500))")
+            try await Self.expectDownload(nghttpd.baseURL + "/files/big.bin", equals: nghttpd.files["files/big.bin"], curl: [
+                "--http2", "--cacert", pki.caCertificate,
+            ])
+        }
+
+        /// Downloads `url` with curl to a file and compares every byte; the
+        /// protocol must have been HTTP/2.
+        static func expectDownload(_ url: String, equals expected: [UInt8]?, curl options: [String]) async throws {
+            let path = NSTemporaryDirectory() + "assertgate-download-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let r = try await Run.tool(
+                "curl", ["-sS"] + options + ["-o", path, "-w", "%{http_code} %{http_version}", url])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout == "200 2", "\(r.stdout)")
+            let got = try Data(contentsOf: URL(fileURLWithPath: path))
+            #expect(got.count == expected?.count)
+            #expect(got == Data(expected ?? []), "the downloaded bytes differ from the file")
+        }
+    }
+}
