@@ -71,6 +71,10 @@ final class EnforcementHarness: @unchecked Sendable {
         var extraApps: [String] = []
         /// Routes (flow mappings) placed before the standard ones.
         var extraRoutes: [String] = []
+        /// More `upstreams:` entries, each `name: {flow mapping}`.
+        var extraUpstreams: [String] = []
+        /// Top-level YAML appended to the file (`limits: {...}`).
+        var extraTopLevel = ""
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -161,7 +165,7 @@ final class EnforcementHarness: @unchecked Sendable {
               legacy: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 5s}
               slow: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 300ms}
               dead: {endpoints: [http://127.0.0.1:\(deadPort.port)], connectTimeout: 500ms}
-            routes:
+            \(options.extraUpstreams.map { "  \($0)\n" }.joined())routes:
             \((options.extraRoutes + (options.deviceCheck ? Self.deviceCheckRoutes : [])).map { "  - \($0)\n" }.joined())  - {match: {prefix: /enforce/}, upstream: legacy, mode: enforce, maxBodyBytes: 1KiB}
               - {match: {prefix: /challenged/}, upstream: legacy, mode: enforce, challenge: required}
               - {match: {prefix: /unsigned/}, upstream: legacy, mode: enforce, bindBody: false}
@@ -177,6 +181,7 @@ final class EnforcementHarness: @unchecked Sendable {
             logging: {level: critical, format: text}
             \(fraudMetric)
             \(deviceCheck)
+            \(options.extraTopLevel)
             """
         let configPath = directory + "/assertgate.yaml"
         try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
