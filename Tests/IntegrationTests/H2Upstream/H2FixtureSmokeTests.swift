@@ -103,6 +103,30 @@ extension Integration {
             #expect(GRPCClient.frame(message) == [0, 0, 0, 0, 6, 0x0A, 0x02, 0x68, 0x69, 0x10, 0x03])
         }
 
+        /// NghttpExchange reads a gRPC answer as the gateway tests need it:
+        /// head, DATA, then trailers with grpc-status; and a trailers-only
+        /// answer (Fail, no message) as one header block.
+        @Test func nghttpSeesGRPCTrailersFromTheServerDirectly() async throws {
+            let server = try GRPCServerFixture()
+            defer { server.stop() }
+            let frame = try await GRPCUpstreamTests.frameFile(text: "raw", seq: 1)
+            defer { try? FileManager.default.removeItem(atPath: frame) }
+            let base = "http://\(server.target)/assertgate.test.Echo/"
+            let (say, r) = try await NghttpExchange.run(base + "Say", GRPCUpstreamTests.grpcRequestHeaders + ["-d", frame])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(say.status == 200 && say.header("content-type") == "application/grpc", "\(say.raw.suffix(2000))")
+            #expect(say.dataBytes > 5 + 7)  // frame header + EchoReply(text "raw", seq 1, the metadata seen)
+            #expect(say.trailer("grpc-status") == "0" && say.trailer("x-test-trailer") == "say", "\(say.trailers)")
+            #expect(say.header("grpc-status") == nil)
+            // seq 0: Fail's default status, 9.
+            let failFrame = try await GRPCUpstreamTests.frameFile(text: "raw", seq: 0)
+            defer { try? FileManager.default.removeItem(atPath: failFrame) }
+            let (fail, _) = try await NghttpExchange.run(base + "Fail", GRPCUpstreamTests.grpcRequestHeaders + ["-d", failFrame])
+            #expect(H2Upstream.grpcStatus(fail) == "9", "\(fail.raw.suffix(2000))")
+            #expect(H2Upstream.grpcField(fail, "x-test-trailer") == "yes")
+            #expect(fail.dataBytes == 0)
+        }
+
         @Test func aMissingEnvironmentFailsWithHowToMakeIt() throws {
             do {
                 _ = try GRPCFixtures.python(environment: ["ASSERTGATE_GRPC_PYTHON": "/nonexistent/python"])
