@@ -40,5 +40,11 @@ rm -rf "$venv"
 }
 # Wheels only: a source build would need a compiler and minutes, and would
 # hide that the pinned versions have no wheel for this platform.
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: -r "$requirements"
+# Three tries: a registry hiccup on a fresh machine must not fail a CI run.
+for attempt in 1 2 3; do
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: -r "$requirements" && break
+    echo "setup.sh: pip install failed (attempt $attempt of 3)" >&2
+    [ "$attempt" -lt 3 ] || exit 1
+    sleep $((attempt * 10))
+done
 "$venv/bin/python" -c 'import grpc, grpc_tools.protoc; print("grpc venv: grpcio", grpc.__version__)'
