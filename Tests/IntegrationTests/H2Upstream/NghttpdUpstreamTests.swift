@@ -31,7 +31,7 @@ extension Integration {
             try await h.stop()
         }
 
-        /// Many streams at once on one client connection: every answer whole.
+        /// 40 streams at once (2 connections × 20) for the 1 MiB file: every one answered 200.
         @Test func concurrentStreamsToAnH2cUpstreamAllComplete() async throws {
             let nghttpd = try NghttpdFixture()
             defer { nghttpd.stop() }
@@ -39,10 +39,10 @@ extension Integration {
                 upstreams: [H2Upstream.upstream("files", port: nghttpd.port)],
                 routes: ["{match: {prefix: /files/}, upstream: files, mode: passthrough}"])
             let r = try await Run.tool(
-                "h2load", ["-n", "200", "-c", "2", "-m", "20", h.base + "/files/big.bin"], timeout: 120)
+                "h2load", ["-n", "100", "-c", "2", "-m", "20", h.base + "/files/big.bin"], timeout: 120)
             #expect(r.status == 0, "\(r.stderr)")
-            #expect(r.stdout.contains("200 total, 200 started, 200 done, 200 succeeded, 0 failed, 0 errored"), "\(r.stdout)")
-            #expect(r.stdout.contains("status codes: 200 2xx"), "\(r.stdout)")
+            #expect(r.stdout.contains("100 total, 100 started, 100 done, 100 succeeded, 0 failed, 0 errored"), "\(r.stdout)")
+            #expect(r.stdout.contains("status codes: 100 2xx"), "\(r.stdout)")
             try await h.stop()
         }
 
