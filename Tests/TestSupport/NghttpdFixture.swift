@@ -88,8 +88,9 @@ public struct NghttpExchange: Sendable {
         for line in output.split(separator: "\n") {
             let text = line.drop { $0 == "[" || $0 == " " || $0 == "." || $0.isNumber || $0 == "]" }
             if text.hasPrefix("recv (stream_id=") {
+                // "(stream_id=13)", or "(stream_id=13, sensitive)" for a never-indexed field.
                 guard let close = text.firstIndex(of: ")") else { continue }
-                let id = String(text[text.index(text.startIndex, offsetBy: "recv (stream_id=".count)..<close])
+                let id = String(text.dropFirst("recv (stream_id=".count).prefix { $0.isNumber })
                 if stream == nil { stream = id }
                 guard id == stream else { continue }
                 let field = text[text.index(after: close)...].drop { $0 == " " }
