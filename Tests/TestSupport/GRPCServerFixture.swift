@@ -47,11 +47,17 @@ public final class GRPCServerFixture: @unchecked Sendable {
     public struct TLS: Sendable {
         public var certificate: String
         public var privateKey: String
-        public init(certificate: String, privateKey: String) {
+        /// The CA that signed `certificate`, for `stats()` (which dials the
+        /// server as `localhost`).
+        public var caCertificate: String
+        public init(certificate: String, privateKey: String, caCertificate: String) {
             self.certificate = certificate
             self.privateKey = privateKey
+            self.caCertificate = caCertificate
         }
     }
+
+    private let tls: TLS?
 
     /// `maxConnectionAgeMs`: the server ends each connection with GOAWAY
     /// after about that long (gRPC's `grpc.max_connection_age_ms`), letting
@@ -70,6 +76,7 @@ public final class GRPCServerFixture: @unchecked Sendable {
             throw SpawnedProcess.Failure(description: "grpc_echo_server.py reported \"PORT \(line)\"")
         }
         self.port = port
+        self.tls = tls
     }
 
     deinit { stop() }
@@ -86,7 +93,8 @@ public final class GRPCServerFixture: @unchecked Sendable {
 
     /// What the server has seen (asked directly, not through the gateway).
     public func stats() async throws -> GRPCClient.Stats {
-        try await GRPCClient.run(["stats", "--target", target], as: GRPCClient.Stats.self)
+        let tlsArguments = tls.map { ["--tls-ca", $0.caCertificate, "--server-name", "localhost"] } ?? []
+        return try await GRPCClient.run(["stats", "--target", target] + tlsArguments, as: GRPCClient.Stats.self)
     }
 
     /// Polls the server's stats (an external process) until `condition`

@@ -57,7 +57,8 @@ extension Integration {
         /// certificate is 14 UNAVAILABLE, `upstream-unavailable`.
         @Test func aUnaryCallReachesAGRPCServerOverTLS() async throws {
             let pki = try await TestPKI.shared.value
-            let server = try GRPCServerFixture(tls: .init(certificate: pki.serverCertificate, privateKey: pki.serverKey))
+            let server = try GRPCServerFixture(
+                tls: .init(certificate: pki.serverCertificate, privateKey: pki.serverKey, caCertificate: pki.caCertificate))
             defer { server.stop() }
             let h = try await H2Upstream.gateway(
                 upstreams: [
