@@ -24,7 +24,6 @@ Modes:
 """
 import argparse
 import json
-import sys
 import threading
 import time
 
