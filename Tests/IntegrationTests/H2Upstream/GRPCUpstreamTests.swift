@@ -178,8 +178,8 @@ extension Integration {
             Memory.resetPeak()
             let before = Memory.rssKiB
             let chat = try await GRPCClient.run(
-                ["chat", "--target", h.grpcTarget, "--count", "10000", "--size", "4096", "--window", "32", "--timeout", "240"]
-                    + signed, as: GRPCClient.Chat.self, timeout: 300)
+                ["chat", "--target", h.grpcTarget, "--count", "10000", "--size", "4096", "--window", "32", "--timeout", "120"]
+                    + signed, as: GRPCClient.Chat.self, timeout: 180)
             let growth = Memory.peakKiB - before
             print("[grpc chat] 10,000 × 4 KiB each way in \(chat.elapsedMs) ms, peak RSS growth \(growth) KiB (before \(before) KiB)")
             #expect(chat.code == "OK", "\(chat)")
