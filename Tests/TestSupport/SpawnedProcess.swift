@@ -48,6 +48,11 @@ public final class SpawnedProcess: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
         posix_spawn_file_actions_addopen(&actions, 1, directory + "/stdout", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, directory + "/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // Nothing else of this process's: a listening socket or connection
+        // of the test (or of a gateway in it) held open by the child would
+        // outlive its owner, and would pass for the child's own in
+        // `listeningPorts()`.
+        Self.closeInheritedDescriptors(&actions)
         // As in RedisServerFixture: the child must not inherit the blocked
         // signals of the test runner, or SIGTERM would stay pending.
         var attributes = posix_spawnattr_t()
@@ -80,6 +85,22 @@ public final class SpawnedProcess: @unchecked Sendable {
         }
         pid = child
         stdinWrite = fds[1]
+    }
+
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+
+    /// glibc's posix_spawn_file_actions_addclosefrom_np (2.34+; Swift's
+    /// Glibc module does not declare it), else a close action per open
+    /// descriptor above 2 (one that closes in the meantime is ignored).
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
+            if addCloseFrom(&actions, 3) == 0 { return }
+        }
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in open.compactMap({ Int32($0) }) where fd > 2 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
     }
 
     deinit {
