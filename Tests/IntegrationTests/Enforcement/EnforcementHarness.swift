@@ -190,7 +190,19 @@ final class EnforcementHarness: @unchecked Sendable {
         if let lines = options.log {
             logger = Logger(label: "assertgate.e2e") { _ in RecordingLogHandler(lines: lines, level: .warning) }
         }
-        let server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
+        let server: GatewayServer
+        do {
+            server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
+        } catch {
+            // A config the gateway refuses must not leave the upstream's
+            // listener, Redis and the mock behind for the rest of the run.
+            try? await upstream.stop()
+            try? await apple?.stop()
+            redis.stop()
+            cluster?.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
         let harness = EnforcementHarness(
             redis: redis, upstream: upstream, server: server, directory: directory, ca: ca, receiptCA: receiptCA,
             configPath: configPath, apple: apple, cluster: cluster, deadPort: deadPort)
