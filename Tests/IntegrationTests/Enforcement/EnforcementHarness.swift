@@ -71,6 +71,10 @@ final class EnforcementHarness: @unchecked Sendable {
         var extraApps: [String] = []
         /// Routes (flow mappings) placed before the standard ones.
         var extraRoutes: [String] = []
+        /// More `upstreams:` entries, each `name: {flow mapping}`.
+        var extraUpstreams: [String] = []
+        /// Top-level YAML appended to the file (`limits: {...}`).
+        var extraTopLevel = ""
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -161,7 +165,7 @@ final class EnforcementHarness: @unchecked Sendable {
               legacy: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 5s}
               slow: {endpoints: [http://127.0.0.1:\(upstream.port)], responseTimeout: 300ms}
               dead: {endpoints: [http://127.0.0.1:\(deadPort.port)], connectTimeout: 500ms}
-            routes:
+            \(options.extraUpstreams.map { "  \($0)\n" }.joined())routes:
             \((options.extraRoutes + (options.deviceCheck ? Self.deviceCheckRoutes : [])).map { "  - \($0)\n" }.joined())  - {match: {prefix: /enforce/}, upstream: legacy, mode: enforce, maxBodyBytes: 1KiB}
               - {match: {prefix: /challenged/}, upstream: legacy, mode: enforce, challenge: required}
               - {match: {prefix: /unsigned/}, upstream: legacy, mode: enforce, bindBody: false}
@@ -177,6 +181,7 @@ final class EnforcementHarness: @unchecked Sendable {
             logging: {level: critical, format: text}
             \(fraudMetric)
             \(deviceCheck)
+            \(options.extraTopLevel)
             """
         let configPath = directory + "/assertgate.yaml"
         try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -185,7 +190,19 @@ final class EnforcementHarness: @unchecked Sendable {
         if let lines = options.log {
             logger = Logger(label: "assertgate.e2e") { _ in RecordingLogHandler(lines: lines, level: .warning) }
         }
-        let server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
+        let server: GatewayServer
+        do {
+            server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
+        } catch {
+            // A config the gateway refuses must not leave the upstream's
+            // listener, Redis and the mock behind for the rest of the run.
+            try? await upstream.stop()
+            try? await apple?.stop()
+            redis.stop()
+            cluster?.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
         let harness = EnforcementHarness(
             redis: redis, upstream: upstream, server: server, directory: directory, ca: ca, receiptCA: receiptCA,
             configPath: configPath, apple: apple, cluster: cluster, deadPort: deadPort)
