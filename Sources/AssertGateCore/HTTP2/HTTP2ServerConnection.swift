@@ -308,7 +308,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     func submitUpstreamResponse(_ stream: HTTP2Stream, head: UpstreamResponseHead, requestId: String) {
         guard let session else { return }
         do {
-            try session.submitUpstreamResponse(stream.id, head: head, requestId: requestId, body: stream)
+            try session.submitUpstreamResponse(
+                stream.id, head: head, requestId: requestId, body: head.endsStream ? nil : stream)
         } catch {
             submitFailed(stream, error)
         }

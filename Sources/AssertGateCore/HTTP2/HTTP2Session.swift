@@ -334,7 +334,7 @@ final class HTTP2Session {
     /// no field is copied before nghttp2 copies it into its own frame.
     /// `requestId` replaces the upstream's X-Request-Id.
     func submitUpstreamResponse(
-        _ streamId: Int32, head: UpstreamResponseHead, requestId: String, body: any HTTP2DataSource
+        _ streamId: Int32, head: UpstreamResponseHead, requestId: String, body: (any HTTP2DataSource)?
     ) throws(HTTP2SessionError) {
         assertOutsideCallbacks()
         let rv = withNVScratch { scratch, spans, nva -> Int32 in

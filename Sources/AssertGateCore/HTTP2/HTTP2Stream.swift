@@ -49,6 +49,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) {
         guard !isClosed, !responseSubmitted else { return }
         responseSubmitted = true
+        if head.endsStream { outEnded = true }
         connection?.submitUpstreamResponse(self, head: head, requestId: requestId)
     }
 

@@ -63,10 +63,17 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// The head sent upstream, kept for a bodiless request that may be replayed
     /// once on a fresh connection (a stale keep-alive connection).
     private var upstreamHead: UpstreamRequestHead?
-    /// A gate-buffered body kept for an HTTP/2 upstream until its response
-    /// starts: a stream the server refused (GOAWAY) is sent again whole.
+    /// For an HTTP/2 upstream, the body sent so far (at most
+    /// `maxReplayBodyBytes`), kept until the response starts: a stream the
+    /// server refused unprocessed (a GOAWAY race) is sent again whole.
+    /// `keepForReplay` goes false when the body outgrows it.
     private var replayBody: ByteBuffer?
-    private var replayed = false
+    private var keepForReplay = false
+    /// Times the request was sent again (a stale keep-alive connection once; a
+    /// refused HTTP/2 stream up to `maxRefusedReplays`).
+    private var replays = 0
+    static let maxReplayBodyBytes = 64 << 10
+    static let maxRefusedReplays = 3
     /// Request trailers (HTTP/2 client) waiting for the upstream exchange.
     private var pendingTrailers: HTTPHeaders?
     /// Bytes of this request's body counted against the worker's buffering
@@ -456,9 +463,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         case .forward(let outcome):
             record.outcome = outcome
             // Already counted as consumed when it arrived: written without credit.
+            keepForReplay = snapshot.config.upstreams[route.upstream]?.isHTTP2 == true
             if let body, body.readableBytes > 0 {
                 bufferedForUpstream = body
-                if snapshot.config.upstreams[route.upstream]?.isHTTP2 == true { replayBody = body }
+                if keepForReplay { replayBody = body }
             }
             let framing: RequestBodyFraming
             if let body {
@@ -511,10 +519,27 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     private func writeBody(_ buffer: ByteBuffer, to conn: any UpstreamExchange) {
         let n = buffer.readableBytes
+        if keepForReplay { keepCopy(buffer) }
         let promise = worker.eventLoop.makePromise(of: Void.self)
         let bound = NIOLoopBound(self, eventLoop: worker.eventLoop)
-        promise.futureResult.whenSuccess { bound.value.bodyTaken(n) }
+        // Bytes that never went out (the exchange failed) are the gateway's
+        // loss, not the client's: their window comes back either way.
+        promise.futureResult.whenComplete { _ in bound.value.bodyTaken(n) }
         conn.sendBody(buffer, promise: promise)
+    }
+
+    private func keepCopy(_ buffer: ByteBuffer) {
+        let kept = replayBody?.readableBytes ?? 0
+        guard kept + buffer.readableBytes <= Self.maxReplayBodyBytes else {
+            // Too long to hold: a refused stream is answered, not sent again.
+            keepForReplay = false
+            replayBody = nil
+            upstreamHead = nil
+            return
+        }
+        var copy = buffer
+        if replayBody == nil { replayBody = sink.allocator.buffer(capacity: buffer.readableBytes) }
+        replayBody?.writeBuffer(&copy)
     }
 
     private func bodyTaken(_ n: Int) {
@@ -628,8 +653,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         stage = .forwarding(connection)
         // Kept for bodiless requests (they may be replayed on a stale keep-alive
         // connection) and for bodies kept whole for an HTTP/2 replay.
-        if !bodyInfo.isEmpty, replayBody == nil { upstreamHead = nil }
-        if replayed, let body = replayBody { bufferedForUpstream = body }
+        if !bodyInfo.isEmpty, !keepForReplay { upstreamHead = nil }
+        if replays > 0, let body = replayBody { bufferedForUpstream = body }
         let trailers = pendingTrailers
         pendingTrailers = nil
         let endNow = exchange.requestIsComplete && pendingBody.isEmpty && bufferedForUpstream == nil && trailers == nil
@@ -674,6 +699,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard case .forwarding(let conn) = stage else { return }
         replayBody = nil
+        keepForReplay = false
         var head = head
         if let setBits = Self.removeTrustFields(&head, prefix: snapshot.trustPrefixLower),
             let queued = queueBitUpdate(setBits)
@@ -812,11 +838,13 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             // stream an HTTP/2 upstream refused unprocessed (GOAWAY): nothing was answered,
             // so send it again once: a bodiless idempotent request, or any request the
             // server refused whose body is kept whole.
-            if !exchange.responseStarted, !replayed, upstreamHead != nil, conn.mayReplay(after: error),
-                error == .refusedStream ? (bodyInfo.isEmpty || replayBody != nil) : (bodyInfo.isEmpty && isIdempotent),
+            if !exchange.responseStarted, upstreamHead != nil, conn.mayReplay(after: error),
+                error == .refusedStream
+                    ? (replays < Self.maxRefusedReplays && (bodyInfo.isEmpty || keepForReplay))
+                    : (replays == 0 && bodyInfo.isEmpty && isIdempotent),
                 let route = snapshot.route(method: request.method, path: request.path)
             {
-                replayed = true
+                replays += 1
                 worker.logger.debug("replaying on a fresh connection", metadata: ["requestId": "\(request.requestId)"])
                 return lease(route, attempt: 1)
             }

@@ -16,6 +16,11 @@ struct UpstreamResponseHead {
     var status: Int
     var bytes: [UInt8]
     var fields: [Field]
+    /// An HTTP/2 upstream ended the stream with this head (no body, no
+    /// trailers: gRPC's trailers-only answer). An HTTP/2 client must get it
+    /// the same way, END_STREAM on the HEADERS: gRPC clients refuse an
+    /// empty DATA frame where trailers belong.
+    var endsStream = false
 
     /// The forwarded fields as (name, value) byte slices of `bytes`.
     func forEachForwarded(_ body: (ArraySlice<UInt8>, ArraySlice<UInt8>) -> Void) {

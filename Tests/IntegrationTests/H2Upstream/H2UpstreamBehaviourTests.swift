@@ -119,6 +119,31 @@ extension Integration {
             try await h.stop()
         }
 
+        /// A streamed body is kept (64 KiB at most) until the response starts:
+        /// a small one is sent again whole; a larger one cannot be, and the
+        /// refusal is answered.
+        @Test func aRefusedStreamedBodyIsSentAgainOnlyWhenKeptWhole() async throws {
+            for size in [1000, 100_000] {
+                let up = try Self.upstream()
+                defer { up.stop() }
+                let h = try await Self.gateway(up)
+                let warm = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/ok"])
+                #expect(warm.stdout == "ok")
+                let body = FileManager.default.temporaryDirectory.appendingPathComponent("refused-\(size).bin")
+                try Data(repeating: 0x61, count: size).write(to: body)
+                defer { try? FileManager.default.removeItem(at: body) }
+                let r = try await Run.tool(
+                    "curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "--data-binary", "@\(body.path)",
+                             "\(h.base)/refuse-once"])
+                if size == 1000 {
+                    #expect(r.stdout == "200", "\(size): \(r.stdout) \(r.stderr)")
+                } else {
+                    #expect(r.stdout == "502", "\(size): \(r.stdout) \(r.stderr)")
+                }
+                try await h.stop()
+            }
+        }
+
         @Test func aClientThatLeavesCancelsItsUpstreamStream() async throws {
             let up = try Self.upstream()
             defer { up.stop() }

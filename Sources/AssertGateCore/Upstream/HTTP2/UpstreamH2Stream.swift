@@ -165,7 +165,9 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
         responseStarted = true
         responseDeadline = nil
         responseReads &+= 1
-        delegate?.upstreamResponseHead(Self.responseHead(head))
+        var converted = Self.responseHead(head)
+        converted.endsStream = endStream
+        delegate?.upstreamResponseHead(converted)
         if endStream { receivedEnd() }
     }
 
