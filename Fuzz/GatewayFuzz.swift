@@ -263,12 +263,12 @@ func fuzzHeaderRewrite(_ bytes: [UInt8]) {
         check(up[canonicalForm: "x-request-id"] == ["fuzz-request"], "X-Request-Id not replaced")
         // The same head for an HTTP/2 upstream: pseudo-headers first, in
         // order, lower-case names, nothing HTTP/2 forbids.
-        if let h1 = HeaderRewriter.upstreamRequestHead(
+        if let h2 = HeaderRewriter.upstreamH2Head(
             method: "POST", target: "/fuzz?x=1", client: headers, authority: first & 4 != 0 ? "api.example" : nil,
             route: route, snapshot: snapshot, requestId: "fuzz-request", clientAddress: "127.0.0.1", scheme: "https",
-            extra: [], bodyFraming: framing, fallbackHost: "fallback.example", allocator: ByteBufferAllocator())
+            extra: [], bodyFraming: framing, fallbackHost: "fallback.example", upstreamScheme: "http", trailers: first & 16 != 0)
         {
-            let fields = UpstreamH2Head(h1, scheme: "http", trailers: first & 16 != 0).fields
+            let fields = h2.fields
             let pseudo = fields.prefix { $0.0.hasPrefix(":") }.map(\.0)
             check(pseudo == [":method", ":scheme", ":authority", ":path"], "pseudo-headers \(pseudo)")
             check(fields.filter { $0.0.hasPrefix(":") }.count == 4, "a pseudo-header among the fields")
@@ -492,11 +492,13 @@ func fuzzUpstreamH2(_ bytes: [UInt8]) {
     let settings = HTTP2Session.Settings(
         maxConcurrentStreams: 100, maxHeaderListBytes: 16 << 10, streamResetBurst: 1000, streamResetPerSecond: 1000)
     guard let session = try? HTTP2Session.client(settings, allocator: ByteBufferAllocator()) else { return }
-    let get = UpstreamRequestHead(bytes: ByteBuffer(string: "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"), isHead: false, chunked: false)
-    let post = UpstreamRequestHead(bytes: ByteBuffer(string: "POST /b HTTP/1.1\r\nHost: h\r\n\r\n"), isHead: false, chunked: false)
-    guard let a = try? session.submitRequest(UpstreamH2Head(get, scheme: "http", trailers: false), body: nil),
-        let b = try? session.submitRequest(UpstreamH2Head(post, scheme: "http", trailers: true), body: nil)
-    else { return }
+    var get = UpstreamH2Head(method: "GET", target: "/a", scheme: "http", trailers: false)
+    get.add(name: "Host", value: "h")
+    get.finish()
+    var post = UpstreamH2Head(method: "POST", target: "/b", scheme: "http", trailers: true)
+    post.add(name: "Host", value: "h")
+    post.finish()
+    guard let a = try? session.submitRequest(get, body: nil), let b = try? session.submitRequest(post, body: nil) else { return }
     var events: [HTTP2Session.Event] = []
     var out: ByteBuffer?
     _ = try? session.drain(into: &out, events: &events)

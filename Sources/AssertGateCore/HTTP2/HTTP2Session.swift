@@ -385,7 +385,7 @@ final class HTTP2Session {
         let id = head.bytes.withUnsafeBufferPointer { buf -> Int32 in
             guard let b = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
             let base = UnsafeMutablePointer(mutating: b)
-            for (ns, nl, vs, vl) in head.spans {
+            for (ns, nl, vs, vl) in head.spans {  // pseudo-headers first
                 nva.append(nghttp2_nv(name: base + ns, value: base + vs, namelen: nl, valuelen: vl, flags: 0))
             }
             // nghttp2 copies the list (and the provider) before it returns.

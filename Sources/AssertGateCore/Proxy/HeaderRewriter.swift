@@ -125,6 +125,23 @@ enum HeaderRewriter {
         return UpstreamRequestHead(bytes: writer.finish(), isHead: method == "HEAD", chunked: bodyFraming == .chunked)
     }
 
+    /// The same head for an HTTP/2 upstream (`upstreamScheme`: `http` for
+    /// h2c, `https` for h2); nil when a byte could not be sent.
+    static func upstreamH2Head(
+        method: String, target: String, client: HTTPHeaders, authority: String?, route: RouteConfig,
+        snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
+        extra: [(name: String, value: String)], bodyFraming: RequestBodyFraming, fallbackHost: String? = nil,
+        upstreamScheme: String, trailers: Bool
+    ) -> UpstreamH2Head? {
+        var head = UpstreamH2Head(method: method, target: target, scheme: upstreamScheme, trailers: trailers)
+        writeUpstreamRequestHeaders(
+            into: &head, client: client, authority: authority, route: route, snapshot: snapshot,
+            requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
+            bodyFraming: bodyFraming, fallbackHost: fallbackHost)
+        head.finish()
+        return head.isValid ? head : nil
+    }
+
     static func writeUpstreamRequestHeaders<Sink: UpstreamHeaderSink>(
         into out: inout Sink, client: HTTPHeaders, authority: String?, route: RouteConfig,
         snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,

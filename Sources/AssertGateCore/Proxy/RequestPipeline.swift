@@ -62,7 +62,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var bufferedForUpstream: ByteBuffer?
     /// The head sent upstream, kept for a bodiless request that may be replayed
     /// once on a fresh connection (a stale keep-alive connection).
-    private var upstreamHead: UpstreamRequestHead?
+    private var upstreamHead: UpstreamHead?
     /// For an HTTP/2 upstream, the body sent so far (at most
     /// `maxReplayBodyBytes`), kept until the response starts: a stream the
     /// server refused unprocessed (a GOAWAY race) is sent again whole.
@@ -484,17 +484,27 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             let trust = snapshot.trustHeaders.headers(
                 for: outcome, device: device?.signal, requestId: request.requestId, method: request.method,
                 path: request.target, now: UnixClock.now())
-            guard
-                let head = HeaderRewriter.upstreamRequestHead(
+            let upstream = snapshot.config.upstreams[route.upstream]
+            if upstream?.isHTTP2 == true {
+                upstreamHead = HeaderRewriter.upstreamH2Head(
                     method: request.method, target: request.target, client: request.headers,
                     authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
                     clientAddress: request.clientAddress, scheme: request.scheme, extra: trust, bodyFraming: framing,
-                    fallbackHost: fallbackHost, allocator: sink.allocator)
-            else {
-                // A name, value or target NIO's validator would refuse: nothing is sent.
+                    fallbackHost: fallbackHost, upstreamScheme: upstream?.endpoints.first?.tls == true ? "https" : "http",
+                    trailers: Self.wantsTrailers(request.headers)
+                ).map(UpstreamHead.http2)
+            } else {
+                upstreamHead = HeaderRewriter.upstreamRequestHead(
+                    method: request.method, target: request.target, client: request.headers,
+                    authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
+                    clientAddress: request.clientAddress, scheme: request.scheme, extra: trust, bodyFraming: framing,
+                    fallbackHost: fallbackHost, allocator: sink.allocator
+                ).map(UpstreamHead.http1)
+            }
+            // A name, value or target the upstream's protocol cannot carry: nothing is sent.
+            guard upstreamHead != nil else {
                 return answer(Rejection(.upstreamUnavailable, "a header or the target cannot be sent upstream"))
             }
-            upstreamHead = head
             lease(route, attempt: 0)
         }
     }
@@ -513,8 +523,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         worker.upstreams.lease(
             name: route.upstream, config: upstream, tls: snapshot.upstreamTLS[route.upstream],
-            client: request.clientAddress, wantsTrailers: upstream.isHTTP2 && Self.wantsTrailers(request.headers),
-            responseTimeout: responseTimeout, delegate: self)
+            client: request.clientAddress, responseTimeout: responseTimeout, delegate: self)
     }
 
     private func writeBody(_ buffer: ByteBuffer, to conn: any UpstreamExchange) {

@@ -84,7 +84,10 @@ final class UpstreamConnection: UpstreamExchange {
     /// Body framing of the current exchange (chunk headers are added here).
     private var chunked = false
 
-    func sendHead(_ head: UpstreamRequestHead, end: Bool) {
+    func sendHead(_ head: UpstreamHead, end: Bool) {
+        guard case .http1(let head) = head else {
+            preconditionFailure("an HTTP/2 head for an HTTP/1.1 connection")
+        }
         chunked = head.chunked
         handler.writeHead(head)
         if end { sendEnd() } else { handler.flush() }

@@ -1,13 +1,18 @@
 import NIOCore
 import NIOHTTP1
 
+/// A request head as `HeaderRewriter` wrote it for the upstream's protocol.
+enum UpstreamHead {
+    case http1(UpstreamRequestHead)
+    case http2(UpstreamH2Head)
+}
+
 /// One request's exchange with an upstream, as the pipeline drives it: an
 /// HTTP/1.1 keep-alive connection (`UpstreamConnection`) or a stream on a
 /// multiplexed HTTP/2 connection (`UpstreamH2Stream`). Loop-confined.
 protocol UpstreamExchange: AnyObject {
-    /// `head` is serialised as HTTP/1.1 by `HeaderRewriter`; an HTTP/2
-    /// exchange maps it to a header list (`UpstreamH2Head`).
-    func sendHead(_ head: UpstreamRequestHead, end: Bool)
+    /// `head` is the kind the exchange speaks (written by `HeaderRewriter`).
+    func sendHead(_ head: UpstreamHead, end: Bool)
     /// `promise` completes when the upstream side has taken the bytes (the
     /// client's window opens then).
     func sendBody(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?)

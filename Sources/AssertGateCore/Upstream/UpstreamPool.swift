@@ -96,7 +96,7 @@ final class UpstreamPool {
     /// `tls`: how the upstream's `https://` endpoints are reached (the request's snapshot's).
     /// `client`: the downstream client's address, for `maxConnectionsPerClient`.
     func lease(
-        name: String, config: UpstreamConfig, tls: UpstreamTLS?, client: String? = nil, wantsTrailers: Bool = false,
+        name: String, config: UpstreamConfig, tls: UpstreamTLS?, client: String? = nil,
         responseTimeout: TimeAmount? = nil, delegate: UpstreamExchangeDelegate
     ) {
         guard !config.endpoints.isEmpty else {
@@ -106,7 +106,7 @@ final class UpstreamPool {
         let now = NIODeadline.now()
         if config.isHTTP2 {
             return pickH2Endpoint(name: name, config: config, now: now).lease(
-                config: config, tls: tls, client: client, wantsTrailers: wantsTrailers,
+                config: config, tls: tls, client: client,
                 responseTimeout: responseTimeout ?? config.responseTimeout, delegate: delegate, now: now)
         }
         guard let ep = pickEndpoint(name: name, config: config, now: now) else {

@@ -56,9 +56,17 @@ import Testing
         }
     }
 
-    private static func head(_ text: String, trailers: Bool = false) -> UpstreamH2Head {
-        UpstreamH2Head(
-            UpstreamRequestHead(bytes: ByteBuffer(string: text), isHead: false, chunked: false), scheme: "http", trailers: trailers)
+    /// "METHOD target" and "Name: value" lines, written as HeaderRewriter writes a head.
+    static func head(_ text: String, trailers: Bool = false) -> UpstreamH2Head {
+        var lines = text.split(separator: "\r\n").map(String.init)
+        let requestLine = lines.removeFirst().split(separator: " ")
+        var h = UpstreamH2Head(method: String(requestLine[0]), target: String(requestLine[1]), scheme: "http", trailers: trailers)
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            h.add(name: String(line[..<colon]), value: String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+        h.finish()
+        return h
     }
 
     @Test func aRequestWithBodyAndTrailersGoesOutAndTheResponseWithTrailersComesBack() throws {
@@ -169,23 +177,32 @@ import Testing
     }
 }
 
-/// The HTTP/1.1 head `HeaderRewriter` wrote, as an HTTP/2 header list.
+/// The head `HeaderRewriter` writes for an HTTP/2 upstream.
 @Suite struct UpstreamH2HeadTests {
-    @Test func requestLineAndHostBecomePseudoHeadersAndConnectionFieldsGo() {
-        let text = "POST /p?q=1 HTTP/1.1\r\nHost: api.example\r\nX-Mixed-Case: v  \r\nConnection: keep-alive\r\n"
-            + "Transfer-Encoding: chunked\r\nTE: gzip\r\nKeep-Alive: 5\r\nUpgrade: h2c\r\ncontent-length: 3\r\n\r\n"
-        let head = UpstreamH2Head(
-            UpstreamRequestHead(bytes: ByteBuffer(string: text), isHead: false, chunked: true), scheme: "https", trailers: true)
+    @Test func hostBecomesTheAuthorityPseudoHeadersComeFirstAndConnectionFieldsGo() {
+        let head = HTTP2ClientSessionTests.head(
+            "POST /p?q=1 HTTP/1.1\r\nX-Mixed-Case: v\r\nHost: api.example\r\nConnection: keep-alive\r\n"
+                + "Transfer-Encoding: chunked\r\nTE: gzip\r\nKeep-Alive: 5\r\nUpgrade: h2c\r\nProxy-Connection: x\r\ncontent-length: 3\r\n",
+            trailers: true)
+        #expect(head.isValid)
         let fields = head.fields
         #expect(fields.map(\.0) == [":method", ":scheme", ":authority", ":path", "x-mixed-case", "content-length", "te"])
-        #expect(fields.map(\.1) == ["POST", "https", "api.example", "/p?q=1", "v", "3", "trailers"])
+        #expect(fields.map(\.1) == ["POST", "http", "api.example", "/p?q=1", "v", "3", "trailers"])
     }
 
     @Test func noTEWithoutTheClientAskingForTrailers() {
-        let head = UpstreamH2Head(
-            UpstreamRequestHead(bytes: ByteBuffer(string: "GET / HTTP/1.1\r\nHost: h\r\nTE: trailers\r\n\r\n"), isHead: false, chunked: false),
-            scheme: "http", trailers: false)
+        let head = HTTP2ClientSessionTests.head("GET / HTTP/1.1\r\nHost: h\r\nTE: trailers\r\n")
         #expect(!head.fields.contains { $0.0 == "te" })
+    }
+
+    @Test func aControlCharacterOrABadNameMakesTheHeadInvalid() {
+        var bad = UpstreamH2Head(method: "GET", target: "/", scheme: "http", trailers: false)
+        bad.add(name: "x-a", value: "line\nbreak")
+        #expect(!bad.isValid)
+        var badName = UpstreamH2Head(method: "GET", target: "/", scheme: "http", trailers: false)
+        badName.add(name: "x a", value: "v")
+        #expect(!badName.isValid)
+        #expect(!UpstreamH2Head(method: "G T", target: "/", scheme: "http", trailers: false).isValid)
     }
 }
 

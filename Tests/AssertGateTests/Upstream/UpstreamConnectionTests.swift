@@ -62,7 +62,7 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
 
     @Test func anExchangeEndsInTheIdlePool() throws {
         let f = try Fixture()
-        f.connection.sendHead(f.head(Self.get), end: true)
+        f.connection.sendHead(.http1(f.head(Self.get)), end: true)
         #expect(try f.sent() == Self.get)
         try f.respond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         #expect(f.recorder.status == 200)
@@ -76,7 +76,7 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
 
     @Test func connectionCloseIsNotKeptAlive() throws {
         let f = try Fixture()
-        f.connection.sendHead(f.head(Self.get), end: true)
+        f.connection.sendHead(.http1(f.head(Self.get)), end: true)
         try f.respond("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
         #expect(f.recorder.ended)
         #expect(f.connection.isClosed)
@@ -85,7 +85,7 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
 
     @Test func anAnswerBeforeTheBodyWasSentClosesTheConnection() throws {
         let f = try Fixture()
-        f.connection.sendHead(f.head("POST /x HTTP/1.1\r\nhost: u\r\ncontent-length: 5\r\n\r\n"), end: false)
+        f.connection.sendHead(.http1(f.head("POST /x HTTP/1.1\r\nhost: u\r\ncontent-length: 5\r\n\r\n")), end: false)
         try f.respond("HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
         #expect(f.recorder.status == 413)
         #expect(f.recorder.ended)
@@ -95,7 +95,7 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
 
     @Test func chunkedBodiesAreFramedHere() throws {
         let f = try Fixture()
-        f.connection.sendHead(f.head("POST /x HTTP/1.1\r\nhost: u\r\ntransfer-encoding: chunked\r\n\r\n", chunked: true), end: false)
+        f.connection.sendHead(.http1(f.head("POST /x HTTP/1.1\r\nhost: u\r\ntransfer-encoding: chunked\r\n\r\n", chunked: true)), end: false)
         f.connection.sendBody(ByteBuffer(string: "abc"), promise: nil)
         f.connection.sendEnd()
         let wire = try f.sent()
@@ -104,7 +104,7 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
 
     @Test func aCloseMidResponseIsConnectionLost() throws {
         let f = try Fixture()
-        f.connection.sendHead(f.head(Self.get), end: true)
+        f.connection.sendHead(.http1(f.head(Self.get)), end: true)
         try f.respond("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
         f.channel.pipeline.fireChannelInactive()
         f.channel.embeddedEventLoop.run()
@@ -115,7 +115,7 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
 
     @Test func bytesThatAreNotAResponseAreInvalid() throws {
         let f = try Fixture()
-        f.connection.sendHead(f.head(Self.get), end: true)
+        f.connection.sendHead(.http1(f.head(Self.get)), end: true)
         try f.respond("SMTP ready\r\n\r\n")
         f.channel.embeddedEventLoop.run()
         #expect(f.recorder.failure == .invalidResponse)
@@ -124,7 +124,7 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
 
     @Test func noHeadWithinTheResponseTimeoutFails() throws {
         let f = try Fixture(responseTimeout: .seconds(1))
-        f.connection.sendHead(f.head(Self.get), end: true)
+        f.connection.sendHead(.http1(f.head(Self.get)), end: true)
         // The pool's sweep runs every 100 ms on the loop's clock.
         f.channel.embeddedEventLoop.advanceTime(by: .milliseconds(900))
         #expect(f.recorder.failure == nil)
@@ -135,7 +135,7 @@ final class ExchangeRecorder: UpstreamExchangeDelegate {
 
     @Test func aResponseThatGoesQuietIsCutAfterTheTimeout() throws {
         let f = try Fixture(responseTimeout: .seconds(1))
-        f.connection.sendHead(f.head(Self.get), end: true)
+        f.connection.sendHead(.http1(f.head(Self.get)), end: true)
         try f.respond("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
         f.channel.embeddedEventLoop.advanceTime(by: .milliseconds(500))
         #expect(f.recorder.failure == nil)

@@ -31,7 +31,6 @@ final class H2EndpointPool {
         var deadline: NIODeadline
         var client: String?
         var responseTimeout: TimeAmount
-        var wantsTrailers: Bool
     }
 
     init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
@@ -60,7 +59,7 @@ final class H2EndpointPool {
     private var maxConnections: Int { max(1, config?.maxConnectionsPerEndpoint ?? 1) }
 
     func lease(
-        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, wantsTrailers: Bool, responseTimeout: TimeAmount,
+        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, responseTimeout: TimeAmount,
         delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
         self.config = config
@@ -71,7 +70,7 @@ final class H2EndpointPool {
         }
         let w = Waiter(
             delegate: delegate, deadline: now + responseTimeout, client: client,
-            responseTimeout: responseTimeout, wantsTrailers: wantsTrailers)
+            responseTimeout: responseTimeout)
         if held(client) < perClientCap, let c = roomiest() {
             return grant(w, on: c)
         }
@@ -95,7 +94,7 @@ final class H2EndpointPool {
 
     private func grant(_ w: Waiter, on c: UpstreamH2Connection) {
         if let client = w.client { perClient[client, default: 0] += 1 }
-        let stream = c.grant(delegate: w.delegate, client: w.client, responseTimeout: w.responseTimeout, wantsTrailers: w.wantsTrailers)
+        let stream = c.grant(delegate: w.delegate, client: w.client, responseTimeout: w.responseTimeout)
         w.delegate.upstreamLeased(stream)
     }
 
@@ -171,7 +170,6 @@ final class H2EndpointPool {
         let serverName = tls?.serverName ?? endpoint.host
         let started = NIODeadline.now()
         let connectTimeout = config.connectTimeout
-        let scheme = endpoint.tls ? "https" : "http"
         let maxStreams = config.maxStreamsPerConnection
         let settings = HTTP2Session.Settings(
             maxConcurrentStreams: maxStreams, maxHeaderListBytes: Self.maxResponseHeaderListBytes, streamResetBurst: 1000,
@@ -192,7 +190,7 @@ final class H2EndpointPool {
                     }
                     let session = try HTTP2Session.client(settings, allocator: channel.allocator)
                     let h2 = UpstreamH2Connection(
-                        session: session, endpoint: unowned.value, eventLoop: channel.eventLoop, scheme: scheme, tls: tls,
+                        session: session, endpoint: unowned.value, eventLoop: channel.eventLoop, tls: tls,
                         maxStreams: maxStreams)
                     try sync.addHandler(h2)
                     installed.value = (openSSL, h2)

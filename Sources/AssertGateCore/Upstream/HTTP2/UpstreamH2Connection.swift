@@ -22,8 +22,6 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     let session: HTTP2Session
     unowned let endpoint: H2EndpointPool
     let eventLoop: EventLoop
-    /// `:scheme` of every request: `http` (h2c) or `https` (h2).
-    let scheme: String
     /// The TLS settings the connection was verified with (nil: cleartext).
     let tls: UpstreamTLS?
     private let maxStreams: Int
@@ -48,11 +46,10 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     private var pingSentAt: NIODeadline?
     var idleSince: NIODeadline
 
-    init(session: HTTP2Session, endpoint: H2EndpointPool, eventLoop: EventLoop, scheme: String, tls: UpstreamTLS?, maxStreams: Int) {
+    init(session: HTTP2Session, endpoint: H2EndpointPool, eventLoop: EventLoop, tls: UpstreamTLS?, maxStreams: Int) {
         self.session = session
         self.endpoint = endpoint
         self.eventLoop = eventLoop
-        self.scheme = scheme
         self.tls = tls
         self.maxStreams = max(1, maxStreams)
         self.idleSince = eventLoop.now
@@ -65,13 +62,9 @@ final class UpstreamH2Connection: ChannelInboundHandler {
 
     // MARK: slots
 
-    func grant(delegate: UpstreamExchangeDelegate, client: String?, responseTimeout: TimeAmount, wantsTrailers: Bool)
-        -> UpstreamH2Stream
-    {
+    func grant(delegate: UpstreamExchangeDelegate, client: String?, responseTimeout: TimeAmount) -> UpstreamH2Stream {
         granted += 1
-        let s = UpstreamH2Stream(connection: self, delegate: delegate, client: client, responseTimeout: responseTimeout)
-        s.wantsTrailers = wantsTrailers
-        return s
+        return UpstreamH2Stream(connection: self, delegate: delegate, client: client, responseTimeout: responseTimeout)
     }
 
     /// A slot is free again (once per stream).

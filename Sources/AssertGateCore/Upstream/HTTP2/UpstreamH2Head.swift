@@ -1,73 +1,119 @@
-import NIOCore
+/// A request head for an HTTP/2 upstream, written by `HeaderRewriter` like
+/// the HTTP/1.1 head (one rewriter decides what is forwarded, whatever the
+/// upstream speaks), straight into the bytes nghttp2's header list points
+/// at: names lower-cased as they are copied, `Host` turned into
+/// `:authority`, the fields HTTP/2 forbids (RFC 9113 §8.2.2) left out, and
+/// `te: trailers` added when the client asked for trailers (gRPC servers
+/// require it). Every byte is checked as it is copied, as
+/// `UpstreamHeadWriter` does for HTTP/1.1: a violation marks the head invalid.
+struct UpstreamH2Head: UpstreamHeaderSink {
+    typealias Span = (nameStart: Int, nameLength: Int, valueStart: Int, valueLength: Int)
 
-/// A request head for an HTTP/2 upstream, made from the HTTP/1.1 head
-/// `HeaderRewriter` wrote: one rewriter decides what is forwarded whatever
-/// the upstream's protocol, and this maps its bytes to an HTTP/2 header
-/// list (RFC 9113 §8.2.2, §8.3.1): the request line and `Host` become
-/// pseudo-headers, names are lower-cased, connection-specific fields go.
-/// The bytes are the gateway's own (already validated), so the walk trusts
-/// their shape and only stops early if it finds none.
-struct UpstreamH2Head {
-    /// Lower-cased names and values, back to back.
-    var bytes: [UInt8] = []
-    /// (name start, name length, value start, value length) into `bytes`.
-    var spans: [(Int, Int, Int, Int)] = []
+    /// Names and values, back to back.
+    private(set) var bytes: [UInt8] = []
+    /// `:method`, `:scheme`, `:authority` (when there is one), `:path`: sent first.
+    private var method: Span
+    private var scheme: Span
+    private var path: Span
+    private var authority: Span?
+    private(set) var regular: [Span] = []
+    private(set) var isValid = true
+    private let trailers: Bool
 
-    /// `scheme`: `http` for h2c, `https` for h2. `trailers`: the client asked
-    /// for trailers (`TE: trailers`, which gRPC servers require); the only
-    /// `TE` HTTP/2 allows.
-    init(_ head: UpstreamRequestHead, scheme: String, trailers: Bool) {
-        let raw = head.bytes.readableBytesView
-        var lines = raw.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).makeIterator()
-        guard let requestLine = lines.next() else { return }
-        let parts = requestLine.split(separator: UInt8(ascii: " "), maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return }
-        var authority: ArraySlice<UInt8>?
-        var regular: [(ArraySlice<UInt8>, ArraySlice<UInt8>)] = []
-        while let next = lines.next() {
-            var line = ArraySlice(next)
-            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-            if line.isEmpty { break }
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
-            let name = ArraySlice(line[line.startIndex..<colon].map(ASCII.lower))
-            var value = line[(colon + 1)...]
-            while let f = value.first, f == UInt8(ascii: " ") || f == UInt8(ascii: "\t") { value = value.dropFirst() }
-            while let l = value.last, l == UInt8(ascii: " ") || l == UInt8(ascii: "\t") { value = value.dropLast() }
-            if name.elementsEqual("host".utf8) {
-                if authority == nil { authority = value }
-                continue
-            }
-            if Self.connectionSpecific(name) { continue }
-            regular.append((name, value))
+    /// `scheme`: `http` for h2c, `https` for h2. `trailers`: the client sent `TE: trailers`.
+    init(method m: String, target: String, scheme s: String, trailers: Bool) {
+        bytes.reserveCapacity(512)
+        regular.reserveCapacity(16)
+        self.trailers = trailers
+        method = (0, 0, 0, 0)
+        scheme = (0, 0, 0, 0)
+        path = (0, 0, 0, 0)
+        method = append(":method", m)
+        scheme = append(":scheme", s)
+        path = append(":path", target)
+        isValid = UpstreamHeadWriter.isToken(m) && UpstreamHeadWriter.isTarget(target)
+    }
+
+    /// The header list in the order it is sent: pseudo-headers, then fields.
+    var spans: [Span] {
+        var out = [method, scheme]
+        if let authority { out.append(authority) }
+        out.append(path)
+        out += regular
+        return out
+    }
+
+    mutating func add(name: String, value: String) {
+        // Length first: most names are rejected by one integer compare.
+        let n = name.utf8.count
+        if n == 4, ASCII.equalsCI(name, "host") {
+            if authority == nil { authority = append(":authority", value) }
+            return
         }
-        append(Array(":method".utf8)[...], parts[0])
-        append(Array(":scheme".utf8)[...], Array(scheme.utf8)[...])
-        if let authority { append(Array(":authority".utf8)[...], authority) }
-        append(Array(":path".utf8)[...], parts[1])
-        for (n, v) in regular { append(n, v) }
-        if trailers { append(Array("te".utf8)[...], Array("trailers".utf8)[...]) }
+        if Self.isConnectionSpecific(name, length: n) { return }
+        regular.append(appendField(name, value))
     }
 
-    private mutating func append<N: Collection<UInt8>, V: Collection<UInt8>>(_ name: N, _ value: V) {
+    mutating func add(name: String, list: String?, last: String) {
+        add(name: name, value: list.map { $0 + ", " + last } ?? last)
+    }
+
+    mutating func addForwarded(list: String?, node: String, quotedIPv6: Bool, scheme: String) {
+        let n = quotedIPv6 ? "\"[\(node)]\"" : node
+        let element = "for=\(n);proto=\(scheme)"
+        add(name: "Forwarded", value: list.map { $0 + ", " + element } ?? element)
+    }
+
+    /// Ends the head: `te: trailers` when the client asked for trailers.
+    mutating func finish() {
+        if trailers { regular.append(append("te", "trailers")) }
+    }
+
+    /// Copies a field, lower-casing the name and checking every byte.
+    private mutating func appendField(_ name: String, _ value: String) -> Span {
         let ns = bytes.count
-        bytes.append(contentsOf: name)
+        for b in name.utf8 {
+            if !ASCII.isTokenByte(b) { isValid = false }
+            bytes.append(ASCII.lower(b))
+        }
+        if ns == bytes.count { isValid = false }
         let vs = bytes.count
-        bytes.append(contentsOf: value)
-        spans.append((ns, vs - ns, vs, bytes.count - vs))
+        for b in value.utf8 {
+            if b < 0x20 ? b != 0x09 : b == 0x7F { isValid = false }
+            bytes.append(b)
+        }
+        return (ns, vs - ns, vs, bytes.count - vs)
     }
 
-    /// Fields HTTP/2 forbids (RFC 9113 §8.2.2); `TE` is re-added as
-    /// `trailers` when the client asked for it.
-    private static func connectionSpecific(_ name: ArraySlice<UInt8>) -> Bool {
-        for forbidden in forbiddenNames where name.elementsEqual(forbidden) { return true }
-        return false
+    /// A pseudo-header or a field the gateway itself spells in lower case.
+    private mutating func append(_ name: StaticString, _ value: String) -> Span {
+        let ns = bytes.count
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        let vs = bytes.count
+        for b in value.utf8 {
+            if b < 0x20 ? b != 0x09 : b == 0x7F { isValid = false }
+            bytes.append(b)
+        }
+        return (ns, vs - ns, vs, bytes.count - vs)
     }
-    private static let forbiddenNames: [[UInt8]] = [
-        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te",
-    ].map { Array($0.utf8) }
+
+    /// Fields HTTP/2 forbids (`TE` is added back as `trailers` by `finish`).
+    private static func isConnectionSpecific(_ name: String, length n: Int) -> Bool {
+        switch n {
+        case 2: return ASCII.equalsCI(name, "te")
+        case 7: return ASCII.equalsCI(name, "upgrade")
+        case 10: return ASCII.equalsCI(name, "connection") || ASCII.equalsCI(name, "keep-alive")
+        case 16: return ASCII.equalsCI(name, "proxy-connection")
+        case 17: return ASCII.equalsCI(name, "transfer-encoding")
+        default: return false
+        }
+    }
 
     /// The header list's (name, value) pairs, for tests and logs.
     var fields: [(String, String)] {
-        spans.map { (String(decoding: bytes[$0.0..<$0.0 + $0.1], as: UTF8.self), String(decoding: bytes[$0.2..<$0.2 + $0.3], as: UTF8.self)) }
+        spans.map {
+            (String(decoding: bytes[$0.nameStart..<$0.nameStart + $0.nameLength], as: UTF8.self),
+             String(decoding: bytes[$0.valueStart..<$0.valueStart + $0.valueLength], as: UTF8.self))
+        }
     }
 }

@@ -46,9 +46,9 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
 
     // MARK: UpstreamExchange
 
-    func sendHead(_ head: UpstreamRequestHead, end: Bool) {
+    func sendHead(_ head: UpstreamHead, end: Bool) {
         guard id == 0, !isClosed else { return }
-        let h2 = UpstreamH2Head(head, scheme: connection.scheme, trailers: wantsTrailers)
+        guard case .http2(let h2) = head else { preconditionFailure("an HTTP/1.1 head for an HTTP/2 stream") }
         if end { outEnded = true }
         guard let opened = connection.open(self, head: h2, hasBody: !end) else {
             // No stream could be opened (the connection is going away): never sent.
@@ -57,9 +57,6 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
         id = opened
         if end { armResponseDeadline() }
     }
-
-    /// Whether the client sent `TE: trailers` (set by the pipeline's lease).
-    var wantsTrailers = false
 
     func sendBody(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
         guard !isClosed, !outEnded else {
