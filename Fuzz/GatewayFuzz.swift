@@ -516,10 +516,15 @@ func fuzzUpstreamH2(_ bytes: [UInt8]) {
     }
     for e in events {
         switch e {
-        case .head(let id, let head, _):
+        case .response(let id, let head, _):
             check(id == a || id == b, "a head for stream \(id) never opened")
-            check(head.status != nil, "a response head without :status")
-            check(!(100..<200).contains(head.status ?? 0), "an informational head handed over")
+            check(!(100..<200).contains(head.status) && head.status <= 999, "a response head with status \(head.status)")
+            for f in head.fields {
+                check(f.nameStart + f.nameLength <= head.bytes.count && f.valueStart + f.valueLength <= head.bytes.count,
+                    "a field outside the head's bytes")
+            }
+        case .head:
+            check(false, "a request head on a client session")
         case .trailers(let id, let fields):
             check(id == a || id == b, "trailers for stream \(id) never opened")
             for (name, _) in fields { check(!name.hasPrefix(":"), "pseudo-header \(name) in trailers") }

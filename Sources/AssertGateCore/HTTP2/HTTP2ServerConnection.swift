@@ -248,8 +248,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             charge(&pingBudget)
         case .resetReceived:
             charge(&clientResetBudget)
-        case .goAwayReceived, .pingAcked:
-            break  // a client's GOAWAY: its open streams finish; the close follows
+        case .goAwayReceived, .pingAcked, .response:
+            break  // a client's GOAWAY: its open streams finish; the close follows (responses: client sessions only)
         }
     }
 

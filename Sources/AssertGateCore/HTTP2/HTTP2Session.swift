@@ -47,6 +47,10 @@ final class HTTP2Session {
         /// A stream's head, complete (a request's on a server, a final
         /// response's on a client: 1xx heads are dropped).
         case head(Int32, HTTP2HeaderBlock, endStream: Bool)
+        /// A client's final response head, as bytes (names lower-case, as
+        /// HTTP/2 has them; `X-Request-Id` marked not forwarded): no `String`
+        /// per field between the socket and the front end's encoder.
+        case response(Int32, UpstreamResponseHead, endStream: Bool)
         /// Trailer fields (pseudo-headers dropped), before the stream's `end`.
         case trailers(Int32, HTTPHeaders)
         /// Body bytes: a view of the fed buffer when they lie in it (no copy).
@@ -114,6 +118,8 @@ final class HTTP2Session {
         /// A head (else trailers).
         var isHead = false
         var head = HTTP2HeaderBlock()
+        /// A client's response head (nil on a server, and until its first field).
+        var response: UpstreamResponseHead?
         var trailers = HTTPHeaders()
         /// `cookie` crumbs, joined into one field when the block ends.
         var cookies: [String] = []
@@ -380,18 +386,21 @@ final class HTTP2Session {
     /// No `body`: the HEADERS end the stream. Returns the stream's id.
     func submitRequest(_ head: UpstreamH2Head, body: (any HTTP2DataSource)?) throws(HTTP2SessionError) -> Int32 {
         assertOutsideCallbacks()
-        var nva: [nghttp2_nv] = []
-        nva.reserveCapacity(head.spans.count)
-        let id = head.bytes.withUnsafeBufferPointer { buf -> Int32 in
-            guard let b = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
-            let base = UnsafeMutablePointer(mutating: b)
-            for (ns, nl, vs, vl) in head.spans {  // pseudo-headers first
-                nva.append(nghttp2_nv(name: base + ns, value: base + vs, namelen: nl, valuelen: vl, flags: 0))
+        let id = withNVScratch { _, _, nva -> Int32 in
+            head.bytes.withUnsafeBufferPointer { buf -> Int32 in
+                guard let b = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
+                let base = UnsafeMutablePointer(mutating: b)
+                head.forEachSpan { s in  // pseudo-headers first
+                    nva.append(
+                        nghttp2_nv(
+                            name: base + s.nameStart, value: base + s.valueStart, namelen: s.nameLength,
+                            valuelen: s.valueLength, flags: 0))
+                }
+                // nghttp2 copies the list (and the provider) before it returns.
+                guard body != nil else { return nghttp2_submit_request(raw, nil, nva, nva.count, nil, nil) }
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readCallback)
+                return nghttp2_submit_request(raw, nil, nva, nva.count, &provider, nil)
             }
-            // nghttp2 copies the list (and the provider) before it returns.
-            guard body != nil else { return nghttp2_submit_request(raw, nil, nva, nva.count, nil, nil) }
-            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readCallback)
-            return nghttp2_submit_request(raw, nil, nva, nva.count, &provider, nil)
         }
         guard id > 0 else { throw HTTP2SessionError(code: id) }
         var state = StreamState()
@@ -601,6 +610,10 @@ final class HTTP2Session {
             }
             return 0
         }
+        if isClient {
+            recordResponseField(name, value)
+            return 0
+        }
         if name.first == UInt8(ascii: ":") {
             let v = String(decoding: value, as: UTF8.self)
             switch String(decoding: name, as: UTF8.self) {
@@ -636,11 +649,17 @@ final class HTTP2Session {
             if ended != nil { endBlock() }
             guard streams[id] != nil else { return 0 }
             if let ended, ended.isHead {
-                if isClient, let status = ended.head.status, (100..<200).contains(status) {
-                    return 0  // informational: the final head follows
-                }
-                if isClient { streams[id]?.finalHeadSeen = true }
-                if ended.overLimit {
+                if isClient {
+                    let response = ended.response ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
+                    // Informational: the final head follows.
+                    if (100..<200).contains(response.status) { return 0 }
+                    streams[id]?.finalHeadSeen = true
+                    if ended.overLimit {
+                        events.append(.headTooLarge(id, ended.head))
+                    } else {
+                        events.append(.response(id, response, endStream: endStream))
+                    }
+                } else if ended.overLimit {
                     streams[id]?.headTooLarge = true
                     events.append(.headTooLarge(id, ended.head))
                 } else {
@@ -673,6 +692,33 @@ final class HTTP2Session {
             break
         }
         return 0
+    }
+
+    /// A client's response field, copied into the head's bytes. nghttp2 has
+    /// checked it (HTTP messaging): a three-digit `:status`, lower-case names.
+    private func recordResponseField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        if block.response == nil {
+            var head = UpstreamResponseHead(status: 0, bytes: [], fields: [])
+            head.bytes.reserveCapacity(256)
+            head.fields.reserveCapacity(8)
+            block.response = head
+        }
+        if name.first == UInt8(ascii: ":") {
+            if name.count == 7, name[1] == UInt8(ascii: "s") {  // :status (the only response pseudo-header)
+                var status = 0
+                for d in value { status = status * 10 + Int(d &- UInt8(ascii: "0")) }
+                block.response?.status = status
+            }
+            return
+        }
+        let ns = block.response?.bytes.count ?? 0
+        block.response?.bytes.append(contentsOf: name)
+        let vs = block.response?.bytes.count ?? 0
+        block.response?.bytes.append(contentsOf: value)
+        // The gateway sets its own X-Request-Id.
+        let forward = !(name.count == 12 && name.elementsEqual("x-request-id".utf8))
+        block.response?.fields.append(
+            .init(nameStart: ns, nameLength: name.count, valueStart: vs, valueLength: value.count, forward: forward))
     }
 
     /// The block in progress is complete (or its stream is gone): its size

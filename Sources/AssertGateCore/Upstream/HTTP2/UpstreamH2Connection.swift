@@ -244,7 +244,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
 
     private func handle(_ event: HTTP2Session.Event) {
         switch event {
-        case .head(let id, let head, let endStream):
+        case .response(let id, let head, let endStream):
             streams[id]?.receivedHead(head, endStream: endStream)
         case .headTooLarge(let id, _):
             // The answer cannot be forwarded whole: the stream fails.
@@ -276,7 +276,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
             retire()
         case .pingAcked:
             pingSentAt = nil
-        case .headerBlockStarted, .headerBlockEnded, .drained, .trailersTooLarge, .settingsReceived, .pingReceived,
+        case .head, .headerBlockStarted, .headerBlockEnded, .drained, .trailersTooLarge, .settingsReceived, .pingReceived,
             .emptyDataReceived, .resetReceived:
             break
         }

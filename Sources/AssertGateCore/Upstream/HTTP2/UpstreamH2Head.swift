@@ -36,12 +36,21 @@ struct UpstreamH2Head: UpstreamHeaderSink {
 
     /// The header list in the order it is sent: pseudo-headers, then fields.
     var spans: [Span] {
-        var out = [method, scheme]
-        if let authority { out.append(authority) }
-        out.append(path)
-        out += regular
+        var out: [Span] = []
+        forEachSpan { out.append($0) }
         return out
     }
+
+    /// The same, without an array.
+    func forEachSpan(_ body: (Span) -> Void) {
+        body(method)
+        body(scheme)
+        if let authority { body(authority) }
+        body(path)
+        for s in regular { body(s) }
+    }
+
+    var count: Int { regular.count + (authority == nil ? 3 : 4) }
 
     mutating func add(name: String, value: String) {
         // Length first: most names are rejected by one integer compare.
@@ -69,20 +78,34 @@ struct UpstreamH2Head: UpstreamHeaderSink {
         if trailers { regular.append(append("te", "trailers")) }
     }
 
-    /// Copies a field, lower-casing the name and checking every byte.
+    /// Copies a field, lower-casing the name and checking every byte as it
+    /// goes (bulk copies, then one pass in place: no per-byte append).
     private mutating func appendField(_ name: String, _ value: String) -> Span {
+        var name = name
+        var value = value
         let ns = bytes.count
-        for b in name.utf8 {
-            if !ASCII.isTokenByte(b) { isValid = false }
-            bytes.append(ASCII.lower(b))
+        var ok = true
+        let span = name.withUTF8 { n in
+            value.withUTF8 { v -> Span in
+                bytes.append(contentsOf: n)
+                let vs = bytes.count
+                bytes.append(contentsOf: v)
+                bytes.withUnsafeMutableBufferPointer { b in
+                    for i in ns..<vs {
+                        let c = b[i]
+                        if !ASCII.isTokenByte(c) { ok = false }
+                        b[i] = ASCII.lower(c)
+                    }
+                    for i in vs..<b.count {
+                        let c = b[i]
+                        if c < 0x20 ? c != 0x09 : c == 0x7F { ok = false }
+                    }
+                }
+                return (ns, vs - ns, vs, v.count)
+            }
         }
-        if ns == bytes.count { isValid = false }
-        let vs = bytes.count
-        for b in value.utf8 {
-            if b < 0x20 ? b != 0x09 : b == 0x7F { isValid = false }
-            bytes.append(b)
-        }
-        return (ns, vs - ns, vs, bytes.count - vs)
+        if !ok || span.nameLength == 0 { isValid = false }
+        return span
     }
 
     /// A pseudo-header or a field the gateway itself spells in lower case.

@@ -158,32 +158,14 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
 
     // MARK: from the connection
 
-    func receivedHead(_ head: HTTP2HeaderBlock, endStream: Bool) {
+    func receivedHead(_ head: UpstreamResponseHead, endStream: Bool) {
         responseStarted = true
         responseDeadline = nil
         responseReads &+= 1
-        var converted = Self.responseHead(head)
-        converted.endsStream = endStream
-        delegate?.upstreamResponseHead(converted)
+        var head = head
+        head.endsStream = endStream
+        delegate?.upstreamResponseHead(head)
         if endStream { receivedEnd() }
-    }
-
-    /// An upstream's HTTP/2 head in the form the front ends encode from
-    /// (`UpstreamResponseHead`). HTTP/2 has no hop-by-hop fields; the
-    /// upstream's `X-Request-Id` is still the gateway's to set.
-    static func responseHead(_ head: HTTP2HeaderBlock) -> UpstreamResponseHead {
-        var bytes: [UInt8] = []
-        var fields: [UpstreamResponseHead.Field] = []
-        fields.reserveCapacity(head.fields.count)
-        for (name, value) in head.fields {
-            let ns = bytes.count
-            bytes.append(contentsOf: name.utf8)
-            let vs = bytes.count
-            bytes.append(contentsOf: value.utf8)
-            let forward = !(name.utf8.count == 12 && ASCII.equalsCI(name, "x-request-id"))
-            fields.append(.init(nameStart: ns, nameLength: vs - ns, valueStart: vs, valueLength: bytes.count - vs, forward: forward))
-        }
-        return UpstreamResponseHead(status: head.status ?? 502, bytes: bytes, fields: fields)
     }
 
     /// Returns the bytes to acknowledge now (0 while the client is slow).
