@@ -147,6 +147,19 @@ final class HTTP2Session {
     /// A server session with its SETTINGS and connection window queued (the
     /// first `drain` sends them).
     static func server(_ settings: Settings, allocator: ByteBufferAllocator) throws(HTTP2SessionError) -> HTTP2Session {
+        try make(settings, allocator: allocator, client: false)
+    }
+
+    /// A client session (an `h2c://`/`h2://` upstream connection): the
+    /// preface and SETTINGS are queued (the first `drain` sends them). Push is
+    /// refused; windows open as the owner takes response bytes (`consume*`).
+    static func client(_ settings: Settings, allocator: ByteBufferAllocator) throws(HTTP2SessionError) -> HTTP2Session {
+        try make(settings, allocator: allocator, client: true)
+    }
+
+    private static func make(
+        _ settings: Settings, allocator: ByteBufferAllocator, client: Bool
+    ) throws(HTTP2SessionError) -> HTTP2Session {
         var cbs: OpaquePointer?
         guard nghttp2_session_callbacks_new(&cbs) == 0, let cbs else {
             throw HTTP2SessionError(code: NGHTTP2_ERR_NOMEM.rawValue)
@@ -159,23 +172,34 @@ final class HTTP2Session {
         defer { nghttp2_option_del(opt) }
         // The owner opens the windows as the body is taken (`consume`).
         nghttp2_option_set_no_auto_window_update(opt, 1)
-        nghttp2_option_set_stream_reset_rate_limit(
-            opt, UInt64(max(1, settings.streamResetBurst)), UInt64(max(1, settings.streamResetPerSecond.rounded(.up))))
+        if client {
+            // Until the server's SETTINGS say otherwise (RFC 9113 leaves it unlimited).
+            nghttp2_option_set_peer_max_concurrent_streams(opt, UInt32(clamping: settings.maxConcurrentStreams))
+        } else {
+            nghttp2_option_set_stream_reset_rate_limit(
+                opt, UInt64(max(1, settings.streamResetBurst)), UInt64(max(1, settings.streamResetPerSecond.rounded(.up))))
+        }
         nghttp2_option_set_max_continuations(opt, 8)
         nghttp2_option_set_max_settings(opt, 32)
         nghttp2_option_set_max_outbound_ack(opt, 1000)
 
         // user_data is set once the object exists; until then no callback can run.
         var s: OpaquePointer?
-        let rv = nghttp2_session_server_new2(&s, cbs, nil, opt)
+        let rv = client ? nghttp2_session_client_new2(&s, cbs, nil, opt) : nghttp2_session_server_new2(&s, cbs, nil, opt)
         guard rv == 0, let s else { throw HTTP2SessionError(code: rv) }
-        let session = HTTP2Session(raw: s, settings: settings, allocator: allocator, headCategory: NGHTTP2_HCAT_REQUEST)
+        let session = HTTP2Session(
+            raw: s, settings: settings, allocator: allocator, headCategory: client ? NGHTTP2_HCAT_RESPONSE : NGHTTP2_HCAT_REQUEST)
         nghttp2_session_set_user_data(s, Unmanaged.passUnretained(session).toOpaque())
 
-        var entries = [
-            nghttp2_settings_entry(
+        // A server bounds its peer's streams; a client refuses push.
+        let first =
+            client
+            ? nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0)
+            : nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                value: UInt32(clamping: settings.maxConcurrentStreams)),
+                value: UInt32(clamping: settings.maxConcurrentStreams))
+        var entries = [
+            first,
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialStreamWindow),
             nghttp2_settings_entry(
@@ -185,44 +209,6 @@ final class HTTP2Session {
         let srv = nghttp2_submit_settings(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         guard srv == 0 else { throw HTTP2SessionError(code: srv) }
         _ = nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, settings.connectionWindow)
-        return session
-    }
-
-    /// A client session (an `h2c://`/`h2://` upstream connection): the
-    /// preface and SETTINGS are queued (the first `drain` sends them). Push is
-    /// refused; windows open as the owner takes response bytes (`consume`).
-    static func client(_ settings: Settings, allocator: ByteBufferAllocator) throws(HTTP2SessionError) -> HTTP2Session {
-        var cbs: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&cbs) == 0, let cbs else {
-            throw HTTP2SessionError(code: NGHTTP2_ERR_NOMEM.rawValue)
-        }
-        defer { nghttp2_session_callbacks_del(cbs) }
-        installCallbacks(cbs)
-        var opt: OpaquePointer?
-        guard nghttp2_option_new(&opt) == 0, let opt else { throw HTTP2SessionError(code: NGHTTP2_ERR_NOMEM.rawValue) }
-        defer { nghttp2_option_del(opt) }
-        nghttp2_option_set_no_auto_window_update(opt, 1)
-        // Until the server's SETTINGS say otherwise (RFC 9113 leaves it unlimited).
-        nghttp2_option_set_peer_max_concurrent_streams(opt, UInt32(clamping: settings.maxConcurrentStreams))
-        nghttp2_option_set_max_continuations(opt, 8)
-        nghttp2_option_set_max_settings(opt, 32)
-        nghttp2_option_set_max_outbound_ack(opt, 1000)
-        var c: OpaquePointer?
-        let rv = nghttp2_session_client_new2(&c, cbs, nil, opt)
-        guard rv == 0, let c else { throw HTTP2SessionError(code: rv) }
-        let session = HTTP2Session(raw: c, settings: settings, allocator: allocator, headCategory: NGHTTP2_HCAT_RESPONSE)
-        nghttp2_session_set_user_data(c, Unmanaged.passUnretained(session).toOpaque())
-        var entries = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialStreamWindow),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
-                value: UInt32(clamping: settings.maxHeaderListBytes)),
-        ]
-        let srv = nghttp2_submit_settings(c, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
-        guard srv == 0 else { throw HTTP2SessionError(code: srv) }
-        _ = nghttp2_session_set_local_window_size(c, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, settings.connectionWindow)
         return session
     }
 

@@ -233,7 +233,11 @@ protocol UpstreamHeaderSink {
     mutating func addForwarded(list: String?, node: String, quotedIPv6: Bool, scheme: String)
 }
 
-extension HTTPHeaders: UpstreamHeaderSink {
+/// For sinks that take whole values (`HTTPHeaders`, the HTTP/2 head): the
+/// two composed values as one string each.
+protocol UpstreamValueSink: UpstreamHeaderSink {}
+
+extension UpstreamValueSink {
     mutating func add(name: String, list: String?, last: String) {
         add(name: name, value: list.map { $0 + ", " + last } ?? last)
     }
@@ -244,6 +248,8 @@ extension HTTPHeaders: UpstreamHeaderSink {
         add(name: "Forwarded", value: list.map { $0 + ", " + element } ?? element)
     }
 }
+
+extension HTTPHeaders: UpstreamValueSink {}
 
 /// Writes an HTTP/1.1 request head straight into a `ByteBuffer` (no `HTTPHeaders`,
 /// no `HTTPRequestHead`, no NIO encoder). Names must be tokens and values free of

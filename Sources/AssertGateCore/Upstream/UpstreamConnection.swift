@@ -77,7 +77,7 @@ final class UpstreamConnection: UpstreamExchange {
         self.idleTimeout = idleTimeout
         self.responseDeadline = nil
         self.draining = false
-        self.quietSince = nil
+        self.quiet.reset()
         endpoint.pool.trackInflight(self)
     }
 
@@ -170,37 +170,23 @@ final class UpstreamConnection: UpstreamExchange {
         // A drain deadline (the client left) stays: the body must come within it.
         if !draining { responseDeadline = nil }
         responseStarted = true
-        responseReads &+= 1
+        quiet.progressed()
         responseKeepAlive = keepAlive
         delegate?.upstreamResponseHead(head)
     }
 
     func receivedBody(_ buffer: ByteBuffer) {
-        responseReads &+= 1
+        quiet.progressed()
         delegate?.upstreamResponseBody(buffer)
     }
 
-    /// Response parts delivered so far (head and body chunks): a counter, so
-    /// the read path takes no clock; the sweep turns it into quiet time.
-    private var responseReads = 0
-    private var readsAtLastSweep = 0
-    /// Since when the sweep has seen no new part (nil: progress, or nothing to wait for).
-    private var quietSince: NIODeadline?
+    private var quiet = ResponseQuietWatch()
 
     /// Sweep (every 100 ms): a response that started and then went quiet for
     /// `responseTimeout` while the gateway was reading it (not paused for a
     /// slow client).
     func responseStalled(now: NIODeadline) -> Bool {
-        guard responseStarted, !responseDone, !handler.readsPaused, responseReads == readsAtLastSweep else {
-            readsAtLastSweep = responseReads
-            quietSince = nil
-            return false
-        }
-        guard let since = quietSince else {
-            quietSince = now
-            return false
-        }
-        return since + responseTimeout <= now
+        quiet.quietTooLong(now: now, timeout: responseTimeout, watching: responseStarted && !responseDone && !handler.readsPaused)
     }
 
     /// `reusable`: false when bytes followed the response (the connection is closed after).

@@ -5,9 +5,6 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// Consecutive connect failures that eject an endpoint, and for how long.
-let ejectAfterFailures = 3
-let ejectCoolDown: TimeAmount = .seconds(10)
 
 /// The HTTP/1.1 keep-alive pools of one worker (one event loop), one per
 /// upstream and endpoint: two upstreams at one address keep their own
@@ -84,13 +81,21 @@ final class UpstreamPool {
             _ = p.isEjected(now: now)  // clears an ejection that has run out
             return p
         }
+        return roundRobin(name, eps, pool: { endpointPool(upstream: name, $0) }, ejected: { $0.isEjected(now: now) })
+    }
+
+    /// The next endpoint's pool in turn that is not ejected (the turn's own
+    /// when all are).
+    private func roundRobin<P>(
+        _ name: String, _ eps: [UpstreamEndpoint], pool: (UpstreamEndpoint) -> P, ejected: (P) -> Bool
+    ) -> P {
         let start = roundRobin[name, default: 0]
         roundRobin[name] = start &+ 1
         for i in 0..<eps.count {
-            let p = endpointPool(upstream: name, eps[(start &+ i) % eps.count])
-            if !p.isEjected(now: now) { return p }
+            let p = pool(eps[(start &+ i) % eps.count])
+            if !ejected(p) { return p }
         }
-        return endpointPool(upstream: name, eps[start % eps.count])
+        return pool(eps[start % eps.count])
     }
 
     /// `tls`: how the upstream's `https://` endpoints are reached (the request's snapshot's).
@@ -128,14 +133,7 @@ final class UpstreamPool {
 
     /// Round robin over an HTTP/2 upstream's endpoints, skipping ejected ones (unless all are).
     private func pickH2Endpoint(name: String, config: UpstreamConfig, now: NIODeadline) -> H2EndpointPool {
-        let eps = config.endpoints
-        let start = roundRobin[name, default: 0]
-        roundRobin[name] = start &+ 1
-        for i in 0..<eps.count {
-            let p = h2EndpointPool(upstream: name, eps[(start &+ i) % eps.count])
-            if !p.isEjected(now: now) { return p }
-        }
-        return h2EndpointPool(upstream: name, eps[start % eps.count])
+        roundRobin(name, config.endpoints, pool: { h2EndpointPool(upstream: name, $0) }, ejected: { $0.isEjected(now: now) })
     }
 
     /// HTTP/2 connections open to `upstream` on this worker (tests, benchmarks).
@@ -221,8 +219,7 @@ final class EndpointPool {
     /// Open plus connecting connections.
     private var total = 0
     private var waiters = CircularBuffer<Waiter>()
-    private var consecutiveFailures = 0
-    private var ejectedUntil: NIODeadline?
+    private var ejection = EndpointEjection()
     /// The most recent upstream config seen (limits and timeouts for new connections).
     private var config: UpstreamConfig?
     /// `https://`: the newest TLS settings a lease brought; new connections
@@ -305,17 +302,10 @@ final class EndpointPool {
 
     /// No connection, no waiter, no failure to remember.
     var isForgettable: Bool {
-        total == 0 && waiters.isEmpty && consecutiveFailures == 0 && ejectedUntil == nil && !reportedExhausted
+        total == 0 && waiters.isEmpty && ejection.isClear && !reportedExhausted
     }
 
-    func isEjected(now: NIODeadline) -> Bool {
-        guard let until = ejectedUntil else { return false }
-        if until <= now {
-            ejectedUntil = nil
-            return false
-        }
-        return true
-    }
+    func isEjected(now: NIODeadline) -> Bool { ejection.isEjected(now: now) }
 
     func lease(
         config: UpstreamConfig, tls: UpstreamTLS?, client: String?, responseTimeout: TimeAmount,
@@ -424,8 +414,7 @@ final class EndpointPool {
     ) {
         switch result {
         case .success(let channel):
-            consecutiveFailures = 0
-            ejectedUntil = nil
+            ejection.connected()
             loggedHandshakeFailure = false
             guard let handler else {
                 total -= 1
@@ -446,18 +435,13 @@ final class EndpointPool {
         case .failure(let error):
             total -= 1
             give(client)
-            consecutiveFailures += 1
+            ejection.failed(endpoint: endpoint, logger: pool.logger)
             if let failed = error as? TLSClientHandshakeError, !loggedHandshakeFailure {
                 // The usual cause is configuration (CA, name, client certificate):
                 // say so once, not once per request.
                 loggedHandshakeFailure = true
                 let reason = failed.timedOut ? "no TLS handshake within \(DurationParser.format(config.connectTimeout))" : failed.reason
                 pool.logger.warning("upstream TLS handshake failed", metadata: ["endpoint": "\(endpoint)", "reason": "\(reason)"])
-            }
-            if consecutiveFailures >= ejectAfterFailures {
-                ejectedUntil = .now() + ejectCoolDown
-                pool.logger.warning(
-                    "upstream endpoint ejected", metadata: ["endpoint": "\(endpoint)", "failures": "\(consecutiveFailures)"])
             }
             var e = UpstreamError.connectFailed
             if case ChannelError.connectTimeout = error { e = .connectTimeout }

@@ -22,8 +22,7 @@ final class H2EndpointPool {
     private var perClient: [String: Int] = [:]
     private var config: UpstreamConfig?
     private var tls: UpstreamTLS?
-    private var consecutiveFailures = 0
-    private var ejectedUntil: NIODeadline?
+    private var ejection = EndpointEjection()
     private var loggedConnectFailure = false
 
     struct Waiter {
@@ -39,18 +38,10 @@ final class H2EndpointPool {
     }
 
     var isForgettable: Bool {
-        connections.isEmpty && retiring.isEmpty && connecting == 0 && waiters.isEmpty && consecutiveFailures == 0
-            && ejectedUntil == nil
+        connections.isEmpty && retiring.isEmpty && connecting == 0 && waiters.isEmpty && ejection.isClear
     }
 
-    func isEjected(now: NIODeadline) -> Bool {
-        guard let until = ejectedUntil else { return false }
-        if until <= now {
-            ejectedUntil = nil
-            return false
-        }
-        return true
-    }
+    func isEjected(now: NIODeadline) -> Bool { ejection.isEjected(now: now) }
 
     /// Connections open (ready or retiring) and being made (tests).
     var connectionCount: Int { connections.count + retiring.count + connecting }
@@ -227,8 +218,7 @@ final class H2EndpointPool {
                 channel.close(promise: nil)
                 return connectFailed(UpstreamError.connectFailed, reason: "closed during set-up")
             }
-            consecutiveFailures = 0
-            ejectedUntil = nil
+            ejection.connected()
             loggedConnectFailure = false
             connection.isReady = true
             connections.append(connection)
@@ -246,14 +236,11 @@ final class H2EndpointPool {
     }
 
     private func connectFailed(_ e: UpstreamError, reason: String) {
-        consecutiveFailures += 1
+        ejection.failed(endpoint: endpoint, logger: pool.logger)
         if !loggedConnectFailure {
             // Usually configuration (address, CA, ALPN): said once per run of failures.
             loggedConnectFailure = true
             pool.logger.warning("upstream HTTP/2 connect failed", metadata: ["endpoint": "\(endpoint)", "reason": "\(reason)"])
-        }
-        if consecutiveFailures >= ejectAfterFailures {
-            ejectedUntil = .now() + ejectCoolDown
         }
         // Nothing was sent: the waiters fail (idempotent requests retry another endpoint).
         if connections.contains(where: \.hasRoom) {

@@ -6,7 +6,7 @@
 /// `te: trailers` added when the client asked for trailers (gRPC servers
 /// require it). Every byte is checked as it is copied, as
 /// `UpstreamHeadWriter` does for HTTP/1.1: a violation marks the head invalid.
-struct UpstreamH2Head: UpstreamHeaderSink {
+struct UpstreamH2Head: UpstreamValueSink {
     typealias Span = (nameStart: Int, nameLength: Int, valueStart: Int, valueLength: Int)
 
     /// Names and values, back to back.
@@ -61,16 +61,6 @@ struct UpstreamH2Head: UpstreamHeaderSink {
         }
         if Self.isConnectionSpecific(name, length: n) { return }
         regular.append(appendField(name, value))
-    }
-
-    mutating func add(name: String, list: String?, last: String) {
-        add(name: name, value: list.map { $0 + ", " + last } ?? last)
-    }
-
-    mutating func addForwarded(list: String?, node: String, quotedIPv6: Bool, scheme: String) {
-        let n = quotedIPv6 ? "\"[\(node)]\"" : node
-        let element = "for=\(n);proto=\(scheme)"
-        add(name: "Forwarded", value: list.map { $0 + ", " + element } ?? element)
     }
 
     /// Ends the head: `te: trailers` when the client asked for trailers.

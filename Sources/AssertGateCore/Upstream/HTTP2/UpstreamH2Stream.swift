@@ -33,9 +33,7 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
     private var unacknowledged = 0
     /// Response-head deadline (set when the request is whole), for the sweep.
     var responseDeadline: NIODeadline?
-    private var responseReads = 0
-    private var readsAtLastSweep = 0
-    private var quietSince: NIODeadline?
+    private var quiet = ResponseQuietWatch()
 
     init(connection: UpstreamH2Connection, delegate: UpstreamExchangeDelegate, client: String?, responseTimeout: TimeAmount) {
         self.connection = connection
@@ -161,7 +159,7 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
     func receivedHead(_ head: UpstreamResponseHead, endStream: Bool) {
         responseStarted = true
         responseDeadline = nil
-        responseReads &+= 1
+        quiet.progressed()
         var head = head
         head.endsStream = endStream
         delegate?.upstreamResponseHead(head)
@@ -170,7 +168,7 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
 
     /// Returns the bytes to acknowledge now (0 while the client is slow).
     func receivedBody(_ buffer: ByteBuffer) -> Int {
-        responseReads &+= 1
+        quiet.progressed()
         let n = buffer.readableBytes
         delegate?.upstreamResponseBody(buffer)
         if paused || isClosed {
@@ -181,7 +179,7 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
     }
 
     func receivedTrailers(_ fields: HTTPHeaders) {
-        responseReads &+= 1
+        quiet.progressed()
         delegate?.upstreamResponseTrailers(fields)
     }
 
@@ -212,16 +210,7 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
     /// `responseTimeout` while the gateway was reading it.
     func timedOut(now: NIODeadline) -> Bool {
         if let d = responseDeadline, d <= now { return true }
-        guard responseStarted, !responseEnded, !paused, responseReads == readsAtLastSweep else {
-            readsAtLastSweep = responseReads
-            quietSince = nil
-            return false
-        }
-        guard let since = quietSince else {
-            quietSince = now
-            return false
-        }
-        return since + responseTimeout <= now
+        return quiet.quietTooLong(now: now, timeout: responseTimeout, watching: responseStarted && !responseEnded && !paused)
     }
 
     func responseTimedOut() {
