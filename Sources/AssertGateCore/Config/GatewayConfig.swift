@@ -324,33 +324,101 @@ public enum RouteFallback: String, Sendable, Equatable, CaseIterable {
     case device
 }
 
+/// One route. Its fields live in one immutable box: a request copies its
+/// route several times on the way (selection, the pipeline's stages), and a
+/// copy of the box is one reference count where the fields themselves took
+/// one per string, set and rule list (about 12; BENCHMARKS.md §4e). Setting a
+/// field (configuration loading only) makes a new box.
 public struct RouteConfig: Sendable {
-    public var match: RouteMatch
-    public var upstream: String
-    public var mode: PolicyMode
-    public var challengeRequired: Bool = false
-    public var bindBody: Bool = true
-    public var maxBodyBytes: Int = 1 << 20
+    private struct Fields: Sendable {
+        var match: RouteMatch
+        var upstream: String
+        var mode: PolicyMode
+        var challengeRequired = false
+        var bindBody = true
+        var maxBodyBytes = 1 << 20
+        var onStoreError: StoreErrorAction
+        var rules = RulesConfig()
+        var forwardAssertionHeaders = false
+        var deviceCheck: DeviceCheckMode = .none
+        var fallback: RouteFallback?
+        var onDeviceCheckError: StoreErrorAction
+    }
+
+    private final class Box: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    private func with(_ change: (inout Fields) -> Void) -> Box {
+        var f = box.fields
+        change(&f)
+        return Box(f)
+    }
+
+    public var match: RouteMatch {
+        get { box.fields.match }
+        set { box = with { $0.match = newValue } }
+    }
+    public var upstream: String {
+        get { box.fields.upstream }
+        set { box = with { $0.upstream = newValue } }
+    }
+    public var mode: PolicyMode {
+        get { box.fields.mode }
+        set { box = with { $0.mode = newValue } }
+    }
+    public var challengeRequired: Bool {
+        get { box.fields.challengeRequired }
+        set { box = with { $0.challengeRequired = newValue } }
+    }
+    public var bindBody: Bool {
+        get { box.fields.bindBody }
+        set { box = with { $0.bindBody = newValue } }
+    }
+    public var maxBodyBytes: Int {
+        get { box.fields.maxBodyBytes }
+        set { box = with { $0.maxBodyBytes = newValue } }
+    }
     /// Resolved: reject for enforce, forward for monitor unless set explicitly.
-    public var onStoreError: StoreErrorAction
+    public var onStoreError: StoreErrorAction {
+        get { box.fields.onStoreError }
+        set { box = with { $0.onStoreError = newValue } }
+    }
     /// risk.md §2: per key, replaces the app's value in the same block.
-    public var rules = RulesConfig()
+    public var rules: RulesConfig {
+        get { box.fields.rules }
+        set { box = with { $0.rules = newValue } }
+    }
     /// The old route key, an alias of `rules.require.maxRiskMetric`.
     public var maxRiskMetric: Int? {
         get { rules.require.maxRiskMetric }
         set { rules.require.maxRiskMetric = newValue }
     }
-    public var forwardAssertionHeaders: Bool = false
-    public var deviceCheck: DeviceCheckMode = .none
-    public var fallback: RouteFallback?
+    public var forwardAssertionHeaders: Bool {
+        get { box.fields.forwardAssertionHeaders }
+        set { box = with { $0.forwardAssertionHeaders = newValue } }
+    }
+    public var deviceCheck: DeviceCheckMode {
+        get { box.fields.deviceCheck }
+        set { box = with { $0.deviceCheck = newValue } }
+    }
+    public var fallback: RouteFallback? {
+        get { box.fields.fallback }
+        set { box = with { $0.fallback = newValue } }
+    }
     /// Resolved like `onStoreError`: reject for enforce, forward for monitor.
-    public var onDeviceCheckError: StoreErrorAction
+    public var onDeviceCheckError: StoreErrorAction {
+        get { box.fields.onDeviceCheckError }
+        set { box = with { $0.onDeviceCheckError = newValue } }
+    }
     public init(match: RouteMatch, upstream: String, mode: PolicyMode) {
-        self.match = match
-        self.upstream = upstream
-        self.mode = mode
-        self.onStoreError = mode == .enforce ? .reject : .forward
-        self.onDeviceCheckError = mode == .enforce ? .reject : .forward
+        box = Box(
+            Fields(
+                match: match, upstream: upstream, mode: mode, onStoreError: mode == .enforce ? .reject : .forward,
+                onDeviceCheckError: mode == .enforce ? .reject : .forward))
     }
 }
 

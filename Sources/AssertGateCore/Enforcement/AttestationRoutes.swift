@@ -31,10 +31,13 @@ public final class AttestationRoutes: LocalHandler {
     }
 
     public func claims(path: Substring, snapshot: GatewaySnapshot) -> Bool {
-        let prefix = snapshot.config.attestation.prefix
-        guard path.hasPrefix(prefix) else { return false }
+        // Bytes, as routes are matched (not Characters: no Unicode
+        // comparison on every request).
+        let prefix = snapshot.config.attestation.prefix.utf8
+        let path = path.utf8
+        guard path.starts(with: prefix) else { return false }
         let rest = path.dropFirst(prefix.count)
-        return rest.isEmpty || rest.first == "/"
+        return rest.isEmpty || rest.first == UInt8(ascii: "/")
     }
 
     public func handle(_ request: ProxyRequest, body: ByteBuffer) -> EventLoopFuture<LocalResponse> {

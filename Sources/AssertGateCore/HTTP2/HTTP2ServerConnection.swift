@@ -38,6 +38,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
     /// The session's events not yet acted on (kept for its capacity).
     private var events: [HTTP2Session.Event] = []
+    /// The events being acted on, taken from `events` whole; kept for its capacity.
+    private var batch: [HTTP2Session.Event] = []
+    private var handlingEvents = false
     private var inRead = false
     private var flushScheduled = false
     private var selfBound: NIOLoopBound<HTTP2ServerConnection>?
@@ -192,14 +195,26 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     // MARK: events (after nghttp2 has returned)
 
     private func processEvents() {
-        var i = 0
-        // Loop by index: robust to events appended while one is handled.
-        while i < events.count {
-            let e = events[i]
-            i += 1
-            handle(e)
+        // Events appended while one is handled wait in `events` for the next
+        // round, in order; a call made meanwhile leaves them to this loop.
+        if handlingEvents { return }
+        handlingEvents = true
+        while !events.isEmpty {
+            // A local array: no exclusivity check per element. Each event is
+            // moved out (a payload-free one left in its place) instead of
+            // copied and destroyed twice: a head carries its strings and fields.
+            var taken: [HTTP2Session.Event] = []
+            swap(&taken, &batch)
+            swap(&taken, &events)
+            for i in taken.indices {
+                var e = HTTP2Session.Event.settingsReceived
+                swap(&e, &taken[i])
+                handle(e)
+            }
+            taken.removeAll(keepingCapacity: true)
+            swap(&taken, &batch)
         }
-        events.removeAll(keepingCapacity: true)
+        handlingEvents = false
         if serverResetsExhausted {
             serverResetsExhausted = false
             enhanceYourCalm()

@@ -193,16 +193,28 @@ public final class RequestCounterCache {
 
     private let family: MetricFamilyOf<Counter>
     private var cache: [Key: Counter] = [:]
+    /// The last label set and its counter: a worker's requests mostly repeat
+    /// one, and comparing two strings (the same storage, usually: the
+    /// route's name, a literal) costs less than hashing them.
+    private var last: (key: Key, counter: Counter)?
 
     public init(metrics: GatewayMetrics) {
         family = metrics.requests
     }
 
     public func counter(route: String, status: Int, trust: String) -> Counter {
+        if let last, last.key.status == status, last.key.route == route, last.key.trust == trust {
+            return last.counter
+        }
         let key = Key(route: route, status: status, trust: trust)
-        if let counter = cache[key] { return counter }
-        let counter = family.labels(route, String(status), trust)
-        cache[key] = counter
+        let counter: Counter
+        if let known = cache[key] {
+            counter = known
+        } else {
+            counter = family.labels(route, String(status), trust)
+            cache[key] = counter
+        }
+        last = (key, counter)
         return counter
     }
 }

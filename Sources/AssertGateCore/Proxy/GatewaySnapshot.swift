@@ -18,6 +18,18 @@ public final class GatewaySnapshot: Sendable {
     /// reading (`select`), which is every request of a passthrough-only table.
     private let strictestRank: Int
     private let strictestIsUnique: Bool
+    /// The routes as `routeIndex` reads them, in order: made once per
+    /// configuration, so a request compares bytes with bytes (no `String`
+    /// view walked per route, no route copied to read its mode).
+    private let matchers: [Matcher]
+
+    private struct Matcher: Sendable {
+        let pattern: [UInt8]
+        let isPrefix: Bool
+        /// Upper-case; nil: any method.
+        let methods: Set<String>?
+        let rank: Int
+    }
 
     /// Verifier, trust anchors and trust-header signer of this configuration
     /// (always there in a snapshot `build` made; nil only in tests that need none).
@@ -73,6 +85,14 @@ public final class GatewaySnapshot: Sendable {
         // The device token goes with them (risk.md §6.7).
         self.assertionHeadersLower = [h.keyId, h.assertion, h.challenge, h.deviceToken].map { Array($0.lowercased().utf8) }
         let ranks = config.routes.map { Self.rank($0.mode) }
+        self.matchers = config.routes.map { route in
+            let (pattern, isPrefix): (String, Bool) =
+                switch route.match.kind {
+                case .prefix(let p): (p, true)
+                case .exact(let e): (e, false)
+                }
+            return Matcher(pattern: Array(pattern.utf8), isPrefix: isPrefix, methods: route.match.methods, rank: Self.rank(route.mode))
+        }
         let strictest = ranks.max() ?? -1
         self.strictestRank = strictest
         self.strictestIsUnique = ranks.filter { $0 == strictest }.count == 1
@@ -107,7 +127,7 @@ public final class GatewaySnapshot: Sendable {
     /// `enforce` routes with their own settings) cannot be told apart: refused.
     public func select(method: String, path: Substring) -> RouteSelection {
         let raw = routeIndex(method: method, path: path.utf8)
-        func rank(_ i: Int?) -> Int { i.map { Self.rank(config.routes[$0].mode) } ?? -1 }
+        func rank(_ i: Int?) -> Int { i.map { matchers[$0].rank } ?? -1 }
         // Nothing can outrank the strictest mode, and two routes can only be
         // ambiguous above passthrough: the other readings cannot change this.
         if let raw, rank(raw) == strictestRank, strictestRank == 0 || strictestIsUnique {
@@ -147,29 +167,56 @@ public final class GatewaySnapshot: Sendable {
     private func routeIndex<Path: Collection<UInt8>>(
         method: String, path: Path, ignoringCase: Bool = false, slashTolerant: Bool = false
     ) -> Int? {
-        func same<P: Collection<UInt8>>(_ a: P, _ b: String.UTF8View.SubSequence) -> Bool {
-            a.count == b.count && (ignoringCase ? zip(a, b).allSatisfy { ASCII.lower($0) == ASCII.lower($1) } : a.elementsEqual(b))
+        // Every path here is a String's UTF-8 or an array: contiguous.
+        if let found = path.withContiguousStorageIfAvailable({
+            routeIndex(method: method, bytes: $0, ignoringCase: ignoringCase, slashTolerant: slashTolerant)
+        }) {
+            return found
         }
-        for (i, route) in config.routes.enumerated() {
-            let pattern: String
-            let isPrefix: Bool
-            switch route.match.kind {
-            case .prefix(let p): (pattern, isPrefix) = (p, true)
-            case .exact(let e): (pattern, isPrefix) = (e, false)
-            }
-            let full = pattern.utf8[...]
-            var matched = isPrefix ? path.count >= full.count && same(path.prefix(full.count), full) : same(path, full)
-            if !matched, slashTolerant, full.count > 1, full.last == UInt8(ascii: "/") {
-                matched = same(path, full.dropLast())
+        return Array(path).withUnsafeBufferPointer {
+            routeIndex(method: method, bytes: $0, ignoringCase: ignoringCase, slashTolerant: slashTolerant)
+        }
+    }
+
+    private func routeIndex(
+        method: String, bytes path: UnsafeBufferPointer<UInt8>, ignoringCase: Bool, slashTolerant: Bool
+    ) -> Int? {
+        for (i, m) in matchers.enumerated() {
+            let matched = m.pattern.withUnsafeBufferPointer { pattern -> Bool in
+                let n = pattern.count
+                if m.isPrefix ? path.count >= n : path.count == n,
+                    Self.equal(path, pattern, count: n, ignoringCase: ignoringCase)
+                {
+                    return true
+                }
+                return slashTolerant && n > 1 && pattern[n - 1] == UInt8(ascii: "/") && path.count == n - 1
+                    && Self.equal(path, pattern, count: n - 1, ignoringCase: ignoringCase)
             }
             guard matched else { continue }
-            if let methods = route.match.methods, !methods.contains(method),
-                !(method == "HEAD" && methods.contains("GET"))
-            {
+            if let methods = m.methods, !methods.contains(method), !(method == "HEAD" && methods.contains("GET")) {
                 continue
             }
             return i
         }
         return nil
+    }
+
+    /// The first `count` bytes of `a` and `b` (both have at least that many).
+    private static func equal(
+        _ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>, count: Int, ignoringCase: Bool
+    ) -> Bool {
+        var i = 0
+        if ignoringCase {
+            while i < count {
+                if ASCII.lower(a[i]) != ASCII.lower(b[i]) { return false }
+                i += 1
+            }
+        } else {
+            while i < count {
+                if a[i] != b[i] { return false }
+                i += 1
+            }
+        }
+        return true
     }
 }

@@ -7,11 +7,19 @@ public final class MetricsObserver: RequestObserver {
 
     /// Per upstream, resolved once: `labels` takes the family's lock.
     private var durations: [String: Histogram] = [:]
+    /// The last upstream's: compared, not hashed (see `RequestCounterCache`).
+    private var lastDuration: (upstream: String, histogram: Histogram)?
 
     private func durationHistogram(_ upstream: String) -> Histogram {
-        if let h = durations[upstream] { return h }
-        let h = metrics.upstreamRequestDuration.labels(upstream)
-        durations[upstream] = h
+        if let last = lastDuration, last.upstream == upstream { return last.histogram }
+        let h: Histogram
+        if let known = durations[upstream] {
+            h = known
+        } else {
+            h = metrics.upstreamRequestDuration.labels(upstream)
+            durations[upstream] = h
+        }
+        lastDuration = (upstream, h)
         return h
     }
 

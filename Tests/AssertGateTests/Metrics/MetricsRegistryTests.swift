@@ -106,4 +106,21 @@ import Testing
         #expect(text.contains("assertgate_requests_total{route=\"/api/\",status=\"200\",trust=\"verified\"} 2\n"))
         #expect(text.contains("assertgate_requests_total{route=\"/api/\",status=\"403\",trust=\"invalid\"} 1\n"))
     }
+
+    /// The cache keeps the last label set for a fast path: a change in any
+    /// one label must still reach its own counter.
+    @Test func requestCounterCacheTellsEveryLabelApart() {
+        let metrics = GatewayMetrics()
+        let cache = RequestCounterCache(metrics: metrics)
+        let labelSets: [(String, Int, String)] = [
+            ("a", 200, "none"), ("a", 200, "none"), ("b", 200, "none"), ("a", 502, "none"), ("a", 200, "verified"),
+            ("a", 200, "none"),
+        ]
+        for (route, status, trust) in labelSets { cache.counter(route: route, status: status, trust: trust).inc() }
+        let text = metrics.registry.exposition()
+        #expect(text.contains("assertgate_requests_total{route=\"a\",status=\"200\",trust=\"none\"} 3\n"))
+        #expect(text.contains("assertgate_requests_total{route=\"b\",status=\"200\",trust=\"none\"} 1\n"))
+        #expect(text.contains("assertgate_requests_total{route=\"a\",status=\"502\",trust=\"none\"} 1\n"))
+        #expect(text.contains("assertgate_requests_total{route=\"a\",status=\"200\",trust=\"verified\"} 1\n"))
+    }
 }
