@@ -287,11 +287,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             resetStream(stream, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
             return
         }
-        let intake = RequestIntake.accept(
+        let (request, body, refusal) = RequestIntake.accept(
             method: method, target: path, authority: head.authority, headers: head.fields,
             wire: .http2(endStream: endStream), scheme: scheme, clientAddress: clientAddress, worker: worker)
+        // Handed over, not copied: the request's strings and fields have one owner.
         let pipeline = RequestPipeline(
-            request: intake.request, body: intake.body, sink: stream, worker: worker, refusal: intake.refusal)
+            request: consume request, body: body, sink: stream, worker: worker, refusal: consume refusal)
         stream.pipeline = pipeline
         activeRequests += 1
         pipeline.start()
