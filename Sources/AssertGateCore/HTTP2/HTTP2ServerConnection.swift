@@ -465,6 +465,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     /// True when output is left because the per-flush cap was reached.
     private func drain(_ session: HTTP2Session, into out: inout ByteBuffer?) -> Bool {
+        // Nothing queued (the flush after a read that only took frames in, the
+        // last round of a drain): no pass through nghttp2's sender.
+        guard session.wantsWrite else { return false }
         // A client that stopped reading (but granted a large window) must not make us move
         // every queued byte into the socket's buffer: wait for writability, so the stream
         // queues fill and the upstreams are paused instead.
