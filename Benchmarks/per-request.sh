@@ -15,8 +15,8 @@
 #            valgrind slows it ~50 times
 #   -1       under callgrind, one request at a time (h2load -c 1 -m 1): no
 #            batching, so each request pays its own read and flush and the
-#            count repeats to ±0.1 % (with 32 streams the totals move by
-#            ±1,500 Ir with how many requests share a flush under valgrind);
+#            gateway's count repeats to about 0.2 % (with 32 streams the
+#            totals move by ±1,500 Ir with how many requests share a flush);
 #            use it to compare builds, the default to compare with nghttpx
 #            under the bench's batching
 #
