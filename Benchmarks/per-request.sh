@@ -13,6 +13,12 @@
 #   -N N     requests under callgrind (default 10000), h2load -c 4 -m 8: 32
 #            streams, so neither proxy's upstream connections time out while
 #            valgrind slows it ~50 times
+#   -1       under callgrind, one request at a time (h2load -c 1 -m 1): no
+#            batching, so each request pays its own read and flush and the
+#            gateway's count repeats to about 0.2 % (with 32 streams the
+#            totals move by ±1,500 Ir with how many requests share a flush);
+#            use it to compare builds, the default to compare with nghttpx
+#            under the bench's batching
 #
 # Native runs (after 20,000 requests of warm-up): syscalls from the
 # raw_syscalls:sys_enter tracepoint over every thread of the proxy
@@ -31,11 +37,12 @@
 # python3 gcc, and a release build (swift build -c release --product assertgate).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-N=100000 NCG=10000 TARGETS=()
+N=100000 NCG=10000 CGLOAD="-c 4 -m 8" TARGETS=()
 while [ $# -gt 0 ]; do
     case "$1" in
     -n) N=$2; shift ;;
     -N) NCG=$2; shift ;;
+    -1) CGLOAD="-c 1 -m 1" ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     nghttpx | assertgate | assertgate-old) TARGETS+=("$1") ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -172,16 +179,16 @@ callgrind() {
     spawn "$dir/callgrind.log" "${CMD[@]}"
     local sid=$SPAWNED url="http://127.0.0.1:$PORT/hello"
     wait_listening "$PORT"
-    h2load -n 2000 -c 4 -m 8 "$url" >"$dir/cg-warmup.txt" 2>&1
+    h2load -n 2000 $CGLOAD "$url" >"$dir/cg-warmup.txt" 2>&1
     local p
     for p in $(session_members "$sid"); do if grep -q valgrind "/proc/$p/cmdline" 2>/dev/null; then callgrind_control -z "$p" >/dev/null || true; fi; done
-    h2load -n "$NCG" -c 4 -m 8 "$url" >"$dir/cg-run.txt" 2>&1
+    h2load -n "$NCG" $CGLOAD "$url" >"$dir/cg-run.txt" 2>&1
     for p in $(session_members "$sid"); do if grep -q valgrind "/proc/$p/cmdline" 2>/dev/null; then callgrind_control -d "$p" >/dev/null || true; fi; done
     sleep 1
     grep -q "requests: $NCG total, $NCG started, $NCG done, $NCG succeeded" "$dir/cg-run.txt" || { echo "$t (callgrind): not every request succeeded" >&2; tail "$dir/cg-run.txt" >&2; }
     stop "$sid"
     python3 "$ROOT/Benchmarks/callgrind_counts.py" "$NCG" "$dir"/callgrind.*.1 --top 30 >"$dir/callgrind.txt"
-    echo "== $t (callgrind, $NCG requests, h2load -c 4 -m 8)"
+    echo "== $t (callgrind, $NCG requests, h2load $CGLOAD)"
     head -n 12 "$dir/callgrind.txt"
 }
 

@@ -88,20 +88,20 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         // Counted as HTTP/2 counts a header list (RFC 7541 §4.1: name + value + 32
         // per field), so `limits.maxHeaderListBytes` means the same on both.
         for (n, v) in head.headers { headerBytes += n.utf8.count + v.utf8.count + 32 }
-        let intake = RequestIntake.accept(
+        let (request, body, refusal) = RequestIntake.accept(
             method: head.method.rawValue, target: head.uri, authority: nil, headers: head.headers, wire: .http1,
             scheme: scheme, clientAddress: clientAddress, worker: worker)
         if headerBytes > snapshot.config.limits.maxHeaderListBytes {
             keepAlive = false
             discardingRequest = true
             refuseHead(
-                Rejection(.headersTooLarge, "head over limits.maxHeaderListBytes"), requestId: intake.request.requestId, method: head.method.rawValue, target: head.uri,
+                Rejection(.headersTooLarge, "head over limits.maxHeaderListBytes"), requestId: request.requestId, method: head.method.rawValue, target: head.uri,
                 observer: worker.observer)
             return
         }
-        requestHasBody = !intake.body.isEmpty
+        requestHasBody = !body.isEmpty
         if requestHasBody,
-            intake.request.headers[canonicalForm: "expect"].contains(where: { ASCII.equalsCI(String($0), "100-continue") }),
+            request.headers[canonicalForm: "expect"].contains(where: { ASCII.equalsCI(String($0), "100-continue") }),
             let context
         {
             // The gateway streams the body itself: invite it now instead of making the
@@ -109,8 +109,8 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             let interim = HTTPResponseHead(version: .http1_1, status: .continue)
             context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
         }
-        let p = RequestPipeline(
-            request: intake.request, body: intake.body, sink: self, worker: worker, refusal: intake.refusal)
+        // Handed over, not copied (see HTTP2ServerConnection.startRequest).
+        let p = RequestPipeline(request: consume request, body: body, sink: self, worker: worker, refusal: consume refusal)
         pipeline = p
         p.start()
     }

@@ -291,11 +291,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             resetStream(stream, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
             return
         }
-        let intake = RequestIntake.accept(
+        let (request, body, refusal) = RequestIntake.accept(
             method: method, target: path, authority: head.authority, headers: head.fields,
             wire: .http2(endStream: endStream), scheme: scheme, clientAddress: clientAddress, worker: worker)
+        // Handed over, not copied: the request's strings and fields have one owner.
         let pipeline = RequestPipeline(
-            request: intake.request, body: intake.body, sink: stream, worker: worker, refusal: intake.refusal)
+            request: consume request, body: body, sink: stream, worker: worker, refusal: consume refusal)
         stream.pipeline = pipeline
         activeRequests += 1
         pipeline.start()
@@ -474,6 +475,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     /// True when output is left because the per-flush cap was reached.
     private func drain(_ session: HTTP2Session, into out: inout ByteBuffer?) -> Bool {
+        // Nothing queued (the flush after a read that only took frames in, the
+        // last round of a drain): no pass through nghttp2's sender.
+        guard session.wantsWrite else { return false }
         // A client that stopped reading (but granted a large window) must not make us move
         // every queued byte into the socket's buffer: wait for writability, so the stream
         // queues fill and the upstreams are paused instead.

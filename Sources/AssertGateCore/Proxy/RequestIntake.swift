@@ -15,13 +15,11 @@ enum RequestIntake {
         case http2(endStream: Bool)
     }
 
-    struct Accepted {
-        var request: ProxyRequest
-        var body: RequestBodyInfo
-        /// Set when the head itself is refused (`underscoresInHeaders: reject`):
-        /// the pipeline answers it before anything else.
-        var refusal: Rejection?
-    }
+    /// `refusal` is set when the head itself is refused (`underscoresInHeaders:
+    /// reject`): the pipeline answers it before anything else. A tuple, so a
+    /// front end takes the parts apart by move: a struct's request was copied
+    /// into the pipeline and the rest released, every request.
+    typealias Accepted = (request: ProxyRequest, body: RequestBodyInfo, refusal: Rejection?)
 
     static func accept(
         method: String, target: String, authority: String?, headers: HTTPHeaders, wire: Wire, scheme: String,
@@ -48,7 +46,7 @@ enum RequestIntake {
             method: method, target: target, authority: authority, scheme: scheme, headers: headers,
             requestId: worker.requestId(clientValue: headers.first(name: "x-request-id")),
             clientAddress: clientAddress, snapshot: snapshot)
-        return Accepted(
+        return (
             request: request, body: RequestBodyInfo(framing: framing(method: method, headers: headers, wire: wire)),
             refusal: clean ? nil : Rejection(.malformedRequest, "a header name spelled with an underscore"))
     }
