@@ -36,11 +36,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         if s != nil { lastStream = s }
         return s
     }
-    /// The session's events not yet acted on (kept for its capacity).
-    private var events: [HTTP2Session.Event] = []
-    /// The events being acted on, taken from `events` whole; kept for its capacity.
-    private var batch: [HTTP2Session.Event] = []
-    private var handlingEvents = false
+    /// The session's events not yet acted on.
+    private let events = HTTP2EventQueue()
     private var inRead = false
     private var flushScheduled = false
     private var selfBound: NIOLoopBound<HTTP2ServerConnection>?
@@ -129,7 +126,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         guard let session, !closing else { return }
         inRead = true
         do {
-            try session.feed(unwrapInboundIn(data), into: &events)
+            try session.feed(unwrapInboundIn(data), into: &events.pending)
         } catch {
             // Bad preface, flood detected by nghttp2, …: nghttp2 queued a GOAWAY if it could.
             worker.logger.debug("h2 session error", metadata: ["code": "\(error.code)"])
@@ -195,26 +192,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     // MARK: events (after nghttp2 has returned)
 
     private func processEvents() {
-        // Events appended while one is handled wait in `events` for the next
-        // round, in order; a call made meanwhile leaves them to this loop.
-        if handlingEvents { return }
-        handlingEvents = true
-        while !events.isEmpty {
-            // A local array: no exclusivity check per element. Each event is
-            // moved out (a payload-free one left in its place) instead of
-            // copied and destroyed twice: a head carries its strings and fields.
-            var taken: [HTTP2Session.Event] = []
-            swap(&taken, &batch)
-            swap(&taken, &events)
-            for i in taken.indices {
-                var e = HTTP2Session.Event.settingsReceived
-                swap(&e, &taken[i])
-                handle(e)
-            }
-            taken.removeAll(keepingCapacity: true)
-            swap(&taken, &batch)
-        }
-        handlingEvents = false
+        events.process { handle($0) }
         if serverResetsExhausted {
             serverResetsExhausted = false
             enhanceYourCalm()
@@ -483,7 +461,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         // queues fill and the upstreams are paused instead.
         guard let context, context.channel.isWritable else { return true }
         do {
-            return try session.drain(into: &out, events: &events)
+            return try session.drain(into: &out, events: &events.pending)
         } catch {
             closing = true
             return false

@@ -1,9 +1,9 @@
 import NIOCore
 
-/// Notices a response that started and then went quiet: the read path only
-/// counts parts (no clock per read); the pool's sweep (every 100 ms) turns an
-/// unchanged count into quiet time. Shared by HTTP/1.1 connections and
-/// HTTP/2 streams.
+/// Notices a response (or an HTTP/2 connection) that went quiet: the read
+/// path only counts what arrives (no clock per read); the pool's sweep
+/// (every 100 ms) turns an unchanged count into quiet time. Shared by
+/// HTTP/1.1 connections, HTTP/2 streams and HTTP/2 connections' PINGs.
 struct ResponseQuietWatch {
     private var reads = 0
     private var readsAtLastSweep = 0
@@ -12,6 +12,9 @@ struct ResponseQuietWatch {
 
     /// A part of the response arrived.
     mutating func progressed() { reads &+= 1 }
+
+    /// The last sweep saw nothing arrive (and was watching).
+    var isQuiet: Bool { quietSince != nil }
 
     mutating func reset() {
         readsAtLastSweep = reads

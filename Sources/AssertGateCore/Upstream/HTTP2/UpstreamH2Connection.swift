@@ -34,15 +34,13 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// A GOAWAY came, a reload retired it, or stream ids ran out: no new stream.
     private(set) var goingAway = false
     private(set) var isClosed = false
-    private var events: [HTTP2Session.Event] = []
+    private let events = HTTP2EventQueue()
     private var flushScheduled = false
     /// Streams whose body bytes nghttp2 took during the last drain.
     private var tookBytes: [UpstreamH2Stream] = []
 
     // Liveness (the sweep): reads counted, not timed, on the read path.
-    private var reads = 0
-    private var readsAtLastSweep = 0
-    private var quietSince: NIODeadline?
+    private var quiet = ResponseQuietWatch()
     private var pingSentAt: NIODeadline?
     var idleSince: NIODeadline
 
@@ -151,9 +149,9 @@ final class UpstreamH2Connection: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data)
-        reads &+= 1
+        quiet.progressed()
         do {
-            try session.feed(bytes, into: &events)
+            try session.feed(bytes, into: &events.pending)
         } catch {
             endpoint.pool.logger.debug("upstream HTTP/2 session error", metadata: ["endpoint": "\(endpoint.endpoint)", "code": "\(error.code)"])
             handleEvents()
@@ -209,7 +207,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
             var out: ByteBuffer?
             let more: Bool
             do {
-                more = try session.drain(into: &out, events: &events)
+                more = try session.drain(into: &out, events: &events.pending)
             } catch {
                 context.close(promise: nil)
                 return
@@ -233,13 +231,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     // MARK: events
 
     private func handleEvents() {
-        var i = 0
-        while i < events.count {
-            let e = events[i]
-            i += 1
-            handle(e)
-        }
-        events.removeAll(keepingCapacity: true)
+        events.process { handle($0) }
     }
 
     private func handle(_ event: HTTP2Session.Event) {
@@ -288,28 +280,22 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// nothing for half the response timeout, and the connection closed when
     /// no ACK (or anything) comes within `pingTimeout`.
     func sweep(now: NIODeadline, responseTimeout: TimeAmount, pingTimeout: TimeAmount) {
-        var overdue: [UpstreamH2Stream] = []
-        for s in streams.values where s.timedOut(now: now) { overdue.append(s) }
-        for s in overdue { s.responseTimedOut() }
-        guard !streams.isEmpty, !isClosed else {
-            quietSince = nil
+        var late: [UpstreamH2Stream] = []
+        for s in streams.values where s.timedOut(now: now) { late.append(s) }
+        for s in late { s.responseTimedOut() }
+        let pingDue = quiet.quietTooLong(
+            now: now, timeout: .nanoseconds(responseTimeout.nanoseconds / 2), watching: !streams.isEmpty && !isClosed)
+        // Something arrived (an ACK included), or nothing to wait for.
+        guard quiet.isQuiet else {
             pingSentAt = nil
             return
         }
-        if reads != readsAtLastSweep {
-            readsAtLastSweep = reads
-            quietSince = nil
-            pingSentAt = nil
-            return
-        }
-        let since = quietSince ?? now
-        quietSince = since
         if let sent = pingSentAt {
             if sent + pingTimeout <= now {
                 endpoint.pool.logger.warning("upstream HTTP/2 connection unresponsive (no PING ACK)", metadata: ["endpoint": "\(endpoint.endpoint)"])
                 close()
             }
-        } else if since + .nanoseconds(responseTimeout.nanoseconds / 2) <= now {
+        } else if pingDue {
             pingSentAt = now
             session.ping()
             scheduleFlush()

@@ -14,7 +14,7 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
     /// Set by `sendHead`; 0 until then.
     private(set) var id: Int32 = 0
     private(set) var isClosed = false
-    var responseTimeout: TimeAmount
+    let responseTimeout: TimeAmount
 
     // Request body, queued for nghttp2's data provider.
     private var out: [(buffer: ByteBuffer, promise: EventLoopPromise<Void>?)] = []
@@ -171,11 +171,10 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
         quiet.progressed()
         let n = buffer.readableBytes
         delegate?.upstreamResponseBody(buffer)
-        if paused || isClosed {
-            if !isClosed { unacknowledged += n }
-            return isClosed ? n : 0
-        }
-        return n
+        // Nobody left to wait for, or a client keeping up: acknowledge now.
+        if isClosed || !paused { return n }
+        unacknowledged += n
+        return 0
     }
 
     func receivedTrailers(_ fields: HTTPHeaders) {

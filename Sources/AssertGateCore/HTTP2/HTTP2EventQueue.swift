@@ -1,0 +1,37 @@
+/// What an `HTTP2Session` recorded and its owner has not yet acted on, for
+/// both owners (the front end's `HTTP2ServerConnection` and an upstream's
+/// `UpstreamH2Connection`). `pending` is what `feed`/`drain` append to;
+/// `process` hands the events out in order, each moved out of its batch (a
+/// payload-free one left in its place) rather than copied and destroyed
+/// twice, since a head carries its fields. Events recorded while one is
+/// handled wait for the next round of the same loop, and a nested `process`
+/// leaves them to it: none is handled twice or out of order. A class, so a
+/// handler may feed or drain the session (appending to `pending`) while
+/// `process` runs.
+final class HTTP2EventQueue {
+    var pending: [HTTP2Session.Event] = []
+    /// The events being handed out, taken from `pending` whole; kept for its capacity.
+    private var batch: [HTTP2Session.Event] = []
+    private var processing = false
+
+    var isEmpty: Bool { pending.isEmpty }
+
+    func process(_ handle: (HTTP2Session.Event) -> Void) {
+        if processing { return }
+        processing = true
+        defer { processing = false }
+        while !pending.isEmpty {
+            // A local array: no exclusivity check per element.
+            var taken: [HTTP2Session.Event] = []
+            swap(&taken, &batch)
+            swap(&taken, &pending)
+            for i in taken.indices {
+                var e = HTTP2Session.Event.settingsReceived
+                swap(&e, &taken[i])
+                handle(e)
+            }
+            taken.removeAll(keepingCapacity: true)
+            swap(&taken, &batch)
+        }
+    }
+}
