@@ -4,9 +4,8 @@ import NIOHTTP1
 /// the pseudo-header fields picked out, the regular fields in order. HTTP/2
 /// lets a client split `cookie` into one field per crumb (RFC 9113 §8.2.3);
 /// they arrive joined into one last `cookie` field, as HTTP/1.1 carries it.
-/// A client session's heads (responses) carry `status`.
+/// (A client session's responses are `UpstreamResponseHead`s instead.)
 struct HTTP2HeaderBlock {
-    var status: Int?
     var method: String?
     var path: String?
     var authority: String?

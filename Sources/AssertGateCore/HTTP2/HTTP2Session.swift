@@ -606,7 +606,6 @@ final class HTTP2Session {
             case ":method": block.head.method = v
             case ":path": block.head.path = v
             case ":authority": block.head.authority = v
-            case ":status": block.head.status = Int(v)
             default: break  // :scheme is the transport's, :protocol unsupported
             }
             return 0

@@ -462,8 +462,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             answer(rejection)
         case .forward(let outcome):
             record.outcome = outcome
+            let upstream = snapshot.config.upstreams[route.upstream]
+            let http2 = upstream?.isHTTP2 == true
+            keepForReplay = http2
             // Already counted as consumed when it arrived: written without credit.
-            keepForReplay = snapshot.config.upstreams[route.upstream]?.isHTTP2 == true
             if let body, body.readableBytes > 0 {
                 bufferedForUpstream = body
                 if keepForReplay { replayBody = body }
@@ -478,14 +480,13 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             let fallbackHost =
                 request.authority != nil
                 ? nil
-                : snapshot.config.upstreams[route.upstream]?.endpoints.first.map {
+                : upstream?.endpoints.first.map {
                     HostPort(host: $0.host, port: $0.port).description
                 }
             let trust = snapshot.trustHeaders.headers(
                 for: outcome, device: device?.signal, requestId: request.requestId, method: request.method,
                 path: request.target, now: UnixClock.now())
-            let upstream = snapshot.config.upstreams[route.upstream]
-            if upstream?.isHTTP2 == true {
+            if http2 {
                 upstreamHead = HeaderRewriter.upstreamH2Head(
                     method: request.method, target: request.target, client: request.headers,
                     authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
@@ -843,10 +844,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     func upstreamFailed(_ error: UpstreamError) {
         switch stage {
         case .forwarding(let conn):
-            // A pooled connection the upstream had already closed (keep-alive race), or a
-            // stream an HTTP/2 upstream refused unprocessed (GOAWAY): nothing was answered,
-            // so send it again once: a bodiless idempotent request, or any request the
-            // server refused whose body is kept whole.
+            // A pooled connection the upstream had already closed (keep-alive race): a
+            // bodiless idempotent request is sent again, once. A stream an HTTP/2 upstream
+            // refused unprocessed (GOAWAY): any request whose body is kept whole is sent
+            // again, up to `maxRefusedReplays` times. Nothing was answered either way.
             if !exchange.responseStarted, upstreamHead != nil, conn.mayReplay(after: error),
                 error == .refusedStream
                     ? (replays < Self.maxRefusedReplays && (bodyInfo.isEmpty || keepForReplay))
@@ -858,12 +859,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 return lease(route, attempt: 1)
             }
             // The connection is closed or closing: `fail`/`answer` abandoning it again is a no-op.
-            if exchange.responseStarted {
-                if case .streamReset(let code) = error { return fail(http2ErrorCode: code) }
-                fail()
-            } else {
-                answer(Rejection(error))
-            }
+            if exchange.responseStarted { fail(http2ErrorCode: error.resetCode) } else { answer(Rejection(error)) }
         case .draining:
             finish()
         default:

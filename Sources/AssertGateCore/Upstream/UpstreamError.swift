@@ -25,6 +25,12 @@ enum UpstreamError: Error, Equatable {
 
     var isConnectFailure: Bool { self == .connectFailed || self == .connectTimeout }
 
+    /// An HTTP/2 upstream's own RST_STREAM code, passed on to the client.
+    var resetCode: UInt32? {
+        if case .streamReset(let code) = self { return code }
+        return nil
+    }
+
     var reason: ReasonToken {
         switch self {
         case .responseTimeout, .queueTimeout: return .upstreamTimeout

@@ -230,13 +230,7 @@ final class EndpointPool {
     /// A TLS handshake failure is logged once per run of failures.
     private var loggedHandshakeFailure = false
 
-    struct Waiter {
-        var delegate: UpstreamExchangeDelegate
-        var deadline: NIODeadline
-        var client: String?
-        /// The upstream's, or less for this request (`grpc-timeout`).
-        var responseTimeout: TimeAmount
-    }
+    typealias Waiter = UpstreamWaiter
 
     /// Connections (leased or connecting) per client address: only clients
     /// holding at least one.
@@ -390,13 +384,7 @@ final class EndpointPool {
             .connect(host: endpoint.host, port: endpoint.port)
             .flatMap { channel -> EventLoopFuture<Channel> in
                 guard tls != nil else { return channel.eventLoop.makeSucceededFuture(channel) }
-                guard let handler = installed.value.tls else {
-                    channel.close(promise: nil)
-                    return channel.eventLoop.makeFailedFuture(
-                        TLSClientHandshakeError(reason: "no handshake started", timedOut: false))
-                }
-                // TCP and TLS together get `connectTimeout`, as a cleartext connect does.
-                return handler.clientHandshake(on: channel, deadline: started + connectTimeout).map { channel }
+                return UpstreamTLS.handshake(installed.value.tls, on: channel, deadline: started + connectTimeout).map { channel }
             }
         let bound = NIOLoopBound((self, delegate, tls), eventLoop: loop)
         future.whenComplete { result in
@@ -443,10 +431,7 @@ final class EndpointPool {
                 let reason = failed.timedOut ? "no TLS handshake within \(DurationParser.format(config.connectTimeout))" : failed.reason
                 pool.logger.warning("upstream TLS handshake failed", metadata: ["endpoint": "\(endpoint)", "reason": "\(reason)"])
             }
-            var e = UpstreamError.connectFailed
-            if case ChannelError.connectTimeout = error { e = .connectTimeout }
-            if let failed = error as? TLSClientHandshakeError, failed.timedOut { e = .connectTimeout }
-            delegate.upstreamLeaseFailed(e)
+            delegate.upstreamLeaseFailed(UpstreamError(connectFailure: error))
             serveWaiter()
         }
     }
@@ -523,14 +508,5 @@ final class EndpointPool {
         for c in victims { c.close() }
     }
 
-    func expireWaiters(now: NIODeadline) {
-        guard waiters.contains(where: { $0.deadline <= now }) else { return }
-        var expired: [Waiter] = []
-        var kept = CircularBuffer<Waiter>(initialCapacity: waiters.count)
-        for w in waiters {
-            if w.deadline <= now { expired.append(w) } else { kept.append(w) }
-        }
-        waiters = kept
-        for w in expired { w.delegate.upstreamLeaseFailed(.queueTimeout) }
-    }
+    func expireWaiters(now: NIODeadline) { waiters.failExpired(now: now) }
 }

@@ -1,4 +1,5 @@
 import GatewayTLS
+import NIOCore
 import NIOConcurrencyHelpers
 import Verifier
 
@@ -100,5 +101,18 @@ public struct UpstreamTLSContexts: Sendable {
             all.append(contentsOf: bytes)
         }
         return SHA256.hash(all)
+    }
+}
+
+extension UpstreamTLS {
+    /// The client handshake of the TLS handler an upstream connect installed
+    /// (nil: none was, which fails the connect). TCP and TLS together get
+    /// `connectTimeout`, as a cleartext connect does.
+    static func handshake(_ handler: OpenSSLHandler?, on channel: Channel, deadline: NIODeadline) -> EventLoopFuture<Void> {
+        guard let handler else {
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(TLSClientHandshakeError(reason: "no handshake started", timedOut: false))
+        }
+        return handler.clientHandshake(on: channel, deadline: deadline)
     }
 }

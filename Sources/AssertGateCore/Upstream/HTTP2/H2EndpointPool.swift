@@ -25,12 +25,7 @@ final class H2EndpointPool {
     private var ejection = EndpointEjection()
     private var loggedConnectFailure = false
 
-    struct Waiter {
-        var delegate: UpstreamExchangeDelegate
-        var deadline: NIODeadline
-        var client: String?
-        var responseTimeout: TimeAmount
-    }
+    typealias Waiter = UpstreamWaiter
 
     init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
         self.endpoint = endpoint
@@ -190,11 +185,8 @@ final class H2EndpointPool {
             .connect(host: endpoint.host, port: endpoint.port)
             .flatMap { channel -> EventLoopFuture<Channel> in
                 guard tls != nil else { return channel.eventLoop.makeSucceededFuture(channel) }
-                guard let handler = installed.value.tls else {
-                    channel.close(promise: nil)
-                    return channel.eventLoop.makeFailedFuture(TLSClientHandshakeError(reason: "no handshake started", timedOut: false))
-                }
-                return handler.clientHandshake(on: channel, deadline: started + connectTimeout).flatMapThrowing {
+                let handshake = UpstreamTLS.handshake(installed.value.tls, on: channel, deadline: started + connectTimeout)
+                return handshake.flatMapThrowing {
                     // An h2:// endpoint must agree to HTTP/2: HTTP/1.1 bytes would read as a broken preface.
                     let alpn = installed.value.tls?.negotiatedALPN
                     guard alpn == "h2" else {
@@ -224,14 +216,11 @@ final class H2EndpointPool {
             connections.append(connection)
             serveWaiters()
         case .failure(let error):
-            var e = UpstreamError.connectFailed
-            if case ChannelError.connectTimeout = error { e = .connectTimeout }
             var reason = "\(error)"
             if let failed = error as? TLSClientHandshakeError {
-                if failed.timedOut { e = .connectTimeout }
                 reason = failed.timedOut ? "no TLS handshake within \(DurationParser.format(config?.connectTimeout ?? .seconds(2)))" : failed.reason
             }
-            connectFailed(e, reason: reason)
+            connectFailed(UpstreamError(connectFailure: error), reason: reason)
         }
     }
 
@@ -266,15 +255,7 @@ final class H2EndpointPool {
             c.sweep(now: now, responseTimeout: responseTimeout, pingTimeout: pingTimeout)
             if c.isIdle, c.idleSince + idleTimeout <= now { c.close() }
         }
-        if waiters.contains(where: { $0.deadline <= now }) {
-            var expired: [Waiter] = []
-            var kept = CircularBuffer<Waiter>(initialCapacity: waiters.count)
-            for w in waiters {
-                if w.deadline <= now { expired.append(w) } else { kept.append(w) }
-            }
-            waiters = kept
-            for w in expired { w.delegate.upstreamLeaseFailed(.queueTimeout) }
-        }
+        waiters.failExpired(now: now)
     }
 
     /// Closes connections without streams (shutdown).

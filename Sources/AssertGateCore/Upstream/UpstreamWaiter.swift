@@ -1,0 +1,40 @@
+import GatewayTLS
+import NIOCore
+
+/// A request waiting for an upstream connection (HTTP/1.1) or a stream slot
+/// (HTTP/2), in either kind of endpoint pool.
+struct UpstreamWaiter {
+    var delegate: UpstreamExchangeDelegate
+    var deadline: NIODeadline
+    var client: String?
+    /// The upstream's, or less for this request (`grpc-timeout`).
+    var responseTimeout: TimeAmount
+}
+
+extension CircularBuffer where Element == UpstreamWaiter {
+    /// Sweep: waiters past their deadline leave the queue, in order, and are
+    /// told `queueTimeout` (after the queue is consistent again).
+    mutating func failExpired(now: NIODeadline) {
+        guard contains(where: { $0.deadline <= now }) else { return }
+        var expired: [UpstreamWaiter] = []
+        var kept = CircularBuffer<UpstreamWaiter>(initialCapacity: count)
+        for w in self {
+            if w.deadline <= now { expired.append(w) } else { kept.append(w) }
+        }
+        self = kept
+        for w in expired { w.delegate.upstreamLeaseFailed(.queueTimeout) }
+    }
+}
+
+extension UpstreamError {
+    /// What a failed connect (TCP, or TCP and TLS together within `connectTimeout`) was.
+    init(connectFailure error: Error) {
+        if case ChannelError.connectTimeout = error {
+            self = .connectTimeout
+        } else if let failed = error as? TLSClientHandshakeError, failed.timedOut {
+            self = .connectTimeout
+        } else {
+            self = .connectFailed
+        }
+    }
+}
