@@ -306,11 +306,11 @@ final class EndpointPool {
         delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
         self.config = config
-        if endpoint.tls, let offered = tls, offered.generation > (self.tls?.generation ?? 0) {
-            self.tls = offered
-            for c in idle { c.close() }
+        if let newer = UpstreamTLS.replacing(self.tls, with: tls, on: endpoint) {
+            self.tls = newer
+            for c in idle { c.close() }  // busy ones close when they come back
         }
-        let waiter = Waiter(delegate: delegate, deadline: now + responseTimeout, client: client, responseTimeout: responseTimeout)
+        let waiter = Waiter(delegate: delegate, now: now, client: client, responseTimeout: responseTimeout)
         // A client at its share waits for one of its own connections, even
         // when others are free: those are kept for everyone else.
         if holds(client) >= perClientCap {

@@ -9,6 +9,23 @@ struct UpstreamWaiter {
     var client: String?
     /// The upstream's, or less for this request (`grpc-timeout`).
     var responseTimeout: TimeAmount
+
+    /// Waits until its response timeout: past it the request is answered anyway.
+    init(delegate: UpstreamExchangeDelegate, now: NIODeadline, client: String?, responseTimeout: TimeAmount) {
+        self.delegate = delegate
+        self.deadline = now + responseTimeout
+        self.client = client
+        self.responseTimeout = responseTimeout
+    }
+}
+
+extension UpstreamTLS {
+    /// `offered` when it replaces `current` on a TLS endpoint (a reload made
+    /// newer settings): connections verified under the old ones take no more requests.
+    static func replacing(_ current: UpstreamTLS?, with offered: UpstreamTLS?, on endpoint: UpstreamEndpoint) -> UpstreamTLS? {
+        guard endpoint.tls, let offered, offered.generation > (current?.generation ?? 0) else { return nil }
+        return offered
+    }
 }
 
 extension CircularBuffer where Element == UpstreamWaiter {

@@ -49,14 +49,11 @@ final class H2EndpointPool {
         delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
         self.config = config
-        if endpoint.tls, let offered = tls, offered.generation > (self.tls?.generation ?? 0) {
-            self.tls = offered
-            // Verified under settings a reload replaced: no new streams there.
-            for c in connections { c.retire() }
+        if let newer = UpstreamTLS.replacing(self.tls, with: tls, on: endpoint) {
+            self.tls = newer
+            for c in connections { c.retire() }  // in-flight streams finish there
         }
-        let w = Waiter(
-            delegate: delegate, deadline: now + responseTimeout, client: client,
-            responseTimeout: responseTimeout)
+        let w = Waiter(delegate: delegate, now: now, client: client, responseTimeout: responseTimeout)
         if held(client) < perClientCap, let c = roomiest() {
             return grant(w, on: c)
         }

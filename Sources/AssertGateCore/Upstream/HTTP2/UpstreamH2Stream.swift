@@ -114,16 +114,11 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
     // MARK: HTTP2DataSource (inside nghttp2: touches only this object and the connection's list)
 
     func readData(into buffer: UnsafeMutableRawBufferPointer) -> HTTP2DataRead {
-        guard let base = buffer.baseAddress else { return .deferred }
+        guard buffer.baseAddress != nil else { return .deferred }
         var written = 0
         while written < buffer.count, !out.isEmpty {
             var head = out[0].buffer
-            let n = min(buffer.count - written, head.readableBytes)
-            head.withUnsafeReadableBytes { src in
-                if let from = src.baseAddress { (base + written).copyMemory(from: from, byteCount: n) }
-            }
-            head.moveReaderIndex(forwardBy: n)
-            written += n
+            written += head.moveBytes(into: buffer, at: written)
             if head.readableBytes == 0 {
                 let done = out.removeFirst()
                 if let p = done.promise {
