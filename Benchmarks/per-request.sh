@@ -58,37 +58,10 @@ if [[ " ${TARGETS[*]} " == *" assertgate "* ]]; then
 fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-per-request.XXXXXX")"
 echo "work directory: $WORK" >&2
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+. "$ROOT/Benchmarks/proc-control.sh"
 UP=$(free_port)
 cc -O2 -shared -fPIC -o "$WORK/sigsuspend.so" "$ROOT/Benchmarks/valgrind-sigsuspend.c"
 
-live=()
-spawn() { local log=$1; shift; setsid "$@" </dev/null >"$log" 2>&1 & SPAWNED=$!; live+=("$SPAWNED"); }
-session_members() {
-    python3 - "$1" <<'PY'
-import os, sys
-for d in os.listdir("/proc"):
-    if d.isdigit():
-        try:
-            f = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if f[3] == sys.argv[1]:
-            print(d)
-PY
-}
-stop() {
-    local pid=$1 p
-    for p in $(session_members "$pid"); do kill -TERM "$p" 2>/dev/null || true; done
-    for _ in $(seq 50); do [ -z "$(session_members "$pid")" ] && break; sleep 0.1; done
-    for p in $(session_members "$pid"); do kill -KILL "$p" 2>/dev/null || true; done
-    wait "$pid" 2>/dev/null || true
-}
-cleanup() { local p; for p in "${live[@]}"; do stop "$p"; done; }
-trap cleanup EXIT
-wait_listening() {
-    for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1
-}
 
 . "$ROOT/Benchmarks/nginx-upstream.sh"
 nginx_upstream_conf "$WORK/up" "$UP" "$NGINX_HELLO_LOCATIONS"

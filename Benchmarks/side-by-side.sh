@@ -113,51 +113,10 @@ ON_PROXY=() ON_REST=()
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-side-by-side.XXXXXX")"
 echo "work directory: $WORK" >&2
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+. "$ROOT/Benchmarks/proc-control.sh"
 UP=$(free_port)
 HZ=$(getconf CLK_TCK)
-
-# ---- process control, by PID only
-live=()
-stop() { # PID: TERM, up to 5 s, KILL; then any process left in its session
-    local pid=$1 p
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    for p in $(session_members "$pid"); do kill -KILL "$p" 2>/dev/null || true; done
-    local keep=() q
-    for q in "${live[@]}"; do [ "$q" = "$pid" ] || keep+=("$q"); done
-    live=("${keep[@]}")
-}
-cleanup() {
-    local i
-    for ((i = ${#live[@]} - 1; i >= 0; i--)); do stop "${live[i]}"; done
-}
-trap cleanup EXIT
 trap 'echo "interrupted" >&2; exit 130' INT TERM
-
-# spawn LOG CMD...: CMD in a new session (setsid execs in place: $! is CMD's PID).
-spawn() {
-    local log=$1; shift
-    setsid "$@" </dev/null >"$log" 2>&1 &
-    SPAWNED=$!
-    live+=("$SPAWNED")
-}
-
-session_members() { # SID: the PIDs whose session is SID
-    python3 - "$1" <<'PY'
-import os, sys
-for d in os.listdir("/proc"):
-    if d.isdigit():
-        try:
-            fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[3] == sys.argv[1]:
-            print(d)
-PY
-}
 
 session_ticks() { # SID...: utime+stime of every process in each session, one sum per SID
     python3 - "$@" <<'PY'

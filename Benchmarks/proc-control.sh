@@ -1,0 +1,40 @@
+# Sourced by per-request.sh, same-rate.sh and side-by-side.sh: starting and
+# stopping the processes they measure, by PID and session only (never by
+# name: other engineers' nginx or redis may share the machine).
+# Sets `live` (the sessions to stop on exit) and the EXIT trap.
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+
+live=()
+# spawn LOG CMD...: CMD in a new session (setsid execs in place: $! is CMD's PID).
+spawn() { local log=$1; shift; setsid "$@" </dev/null >"$log" 2>&1 & SPAWNED=$!; live+=("$SPAWNED"); }
+
+session_members() { # SID: the PIDs whose session is SID
+    python3 - "$1" <<'PY'
+import os, sys
+for d in os.listdir("/proc"):
+    if d.isdigit():
+        try:
+            fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[3] == sys.argv[1]:
+            print(d)
+PY
+}
+
+stop() { # PID: TERM to its whole session, up to 5 s, then KILL what is left
+    local pid=$1 p q keep=()
+    for p in $(session_members "$pid"); do kill -TERM "$p" 2>/dev/null || true; done
+    for _ in $(seq 50); do [ -z "$(session_members "$pid")" ] && break; sleep 0.1; done
+    for p in $(session_members "$pid"); do kill -KILL "$p" 2>/dev/null || true; done
+    wait "$pid" 2>/dev/null || true
+    for q in "${live[@]}"; do [ "$q" = "$pid" ] || keep+=("$q"); done
+    live=("${keep[@]}")
+}
+cleanup() { local i; for ((i = ${#live[@]} - 1; i >= 0; i--)); do stop "${live[i]}"; done; }
+trap cleanup EXIT
+
+wait_listening() { # PORT: up to 60 s for something to accept on 127.0.0.1:PORT
+    for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1
+}
