@@ -59,6 +59,7 @@ fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-per-request.XXXXXX")"
 echo "work directory: $WORK" >&2
 . "$ROOT/Benchmarks/proc-control.sh"
+. "$ROOT/Benchmarks/nghttpx-anchor.sh"
 UP=$(free_port)
 cc -O2 -shared -fPIC -o "$WORK/sigsuspend.so" "$ROOT/Benchmarks/valgrind-sigsuspend.c"
 
@@ -75,18 +76,7 @@ configure() { # TARGET CALLGRIND(0/1): sets PORT and CMD
     local vg=(valgrind --tool=callgrind "--callgrind-out-file=$dir/callgrind.%p")
     case "$t" in
     nghttpx)
-        cat >"$dir/nghttpx.conf" <<EOF
-frontend=127.0.0.1,$PORT;no-tls
-backend=127.0.0.1,$UP;;proto=http/1.1
-workers=1
-frontend-http2-max-concurrent-streams=128
-backend-keep-alive-timeout=300s
-frontend-keep-alive-timeout=300s
-no-via=yes
-no-ocsp=yes
-log-level=WARN
-errorlog-file=$dir/error.log
-EOF
+        nghttpx_anchor_conf "$dir" "$PORT" "$UP" http/1.1 1
         CMD=(nghttpx "--conf=$dir/nghttpx.conf")
         if [ "$cg" = 1 ]; then CMD=("${vg[@]}" --trace-children=yes "${CMD[@]}"); fi
         ;;

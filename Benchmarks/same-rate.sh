@@ -46,6 +46,7 @@ fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-same-rate.XXXXXX")"
 echo "work directory: $WORK" >&2
 . "$ROOT/Benchmarks/proc-control.sh"
+. "$ROOT/Benchmarks/nghttpx-anchor.sh"
 UP=$(free_port)
 
 # PIDS...: "utime stime voluntary_switches involuntary_switches" summed over
@@ -76,18 +77,7 @@ configure() { # TARGET: sets PORT and CMD
     PORT=$(free_port)
     case "$t" in
     nghttpx)
-        cat >"$dir/nghttpx.conf" <<EOF
-frontend=127.0.0.1,$PORT;no-tls
-backend=127.0.0.1,$UP;;proto=http/1.1
-workers=1
-frontend-http2-max-concurrent-streams=128
-backend-keep-alive-timeout=300s
-frontend-keep-alive-timeout=300s
-no-via=yes
-no-ocsp=yes
-log-level=WARN
-errorlog-file=$dir/error.log
-EOF
+        nghttpx_anchor_conf "$dir" "$PORT" "$UP" http/1.1 1
         CMD=(nghttpx "--conf=$dir/nghttpx.conf")
         ;;
     assertgate | assertgate-old)

@@ -114,6 +114,7 @@ ON_PROXY=() ON_REST=()
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-side-by-side.XXXXXX")"
 echo "work directory: $WORK" >&2
 . "$ROOT/Benchmarks/proc-control.sh"
+. "$ROOT/Benchmarks/nghttpx-anchor.sh"
 UP=$(free_port)
 HZ=$(getconf CLK_TCK)
 trap 'echo "interrupted" >&2; exit 130' INT TERM
@@ -164,18 +165,7 @@ configure() { # TARGET
     PORT=$(free_port)
     case "$t" in
     nghttpx)
-        cat >"$dir/nghttpx.conf" <<EOF
-frontend=127.0.0.1,$PORT;no-tls
-backend=127.0.0.1,$UP;;proto=$UP_PROTO
-workers=$WORKERS
-frontend-http2-max-concurrent-streams=128
-backend-keep-alive-timeout=300s
-frontend-keep-alive-timeout=300s
-no-via=yes
-no-ocsp=yes
-log-level=WARN
-errorlog-file=$dir/error.log
-EOF
+        nghttpx_anchor_conf "$dir" "$PORT" "$UP" "$UP_PROTO" "$WORKERS"
         CMD=(nghttpx "--conf=$dir/nghttpx.conf")
         ;;
     haproxy)
