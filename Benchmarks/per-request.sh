@@ -13,6 +13,9 @@
 #   -N N     requests under callgrind (default 10000), h2load -c 4 -m 8: 32
 #            streams, so neither proxy's upstream connections time out while
 #            valgrind slows it ~50 times
+#   --upstream-h2  the upstream speaks HTTP/2 (h2c, prior knowledge):
+#            nghttpx `proto=h2`, AssertGate `h2c://` (issue 19's bench)
+#   --callgrind-only  skip the native runs (syscalls, segments, CPU)
 #   -1       under callgrind, one request at a time (h2load -c 1 -m 1): no
 #            batching, so each request pays its own read and flush and the
 #            gateway's count repeats to about 0.2 % (with 32 streams the
@@ -37,12 +40,14 @@
 # python3 gcc, and a release build (swift build -c release --product assertgate).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-N=100000 NCG=10000 CGLOAD="-c 4 -m 8" TARGETS=()
+N=100000 NCG=10000 CGLOAD="-c 4 -m 8" TARGETS=() H2UP=0 NATIVE=1
 while [ $# -gt 0 ]; do
     case "$1" in
     -n) N=$2; shift ;;
     -N) NCG=$2; shift ;;
     -1) CGLOAD="-c 1 -m 1" ;;
+    --upstream-h2) H2UP=1 ;;
+    --callgrind-only) NATIVE=0 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     nghttpx | assertgate | assertgate-old) TARGETS+=("$1") ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -65,7 +70,9 @@ cc -O2 -shared -fPIC -o "$WORK/sigsuspend.so" "$ROOT/Benchmarks/valgrind-sigsusp
 
 
 . "$ROOT/Benchmarks/nginx-upstream.sh"
-nginx_upstream_conf "$WORK/up" "$UP" "$NGINX_HELLO_LOCATIONS"
+UP_LISTEN="" UP_PROTO=http/1.1 UP_SCHEME=http
+[ "$H2UP" = 0 ] || { UP_LISTEN=http2; UP_PROTO=h2; UP_SCHEME=h2c; }
+nginx_upstream_conf "$WORK/up" "$UP" "$NGINX_HELLO_LOCATIONS" "$UP_LISTEN"
 spawn "$WORK/up/out.log" nginx -p "$WORK/up" -c "$WORK/up/nginx.conf" -e "$WORK/up/error.log" -g 'daemon off;'
 wait_listening "$UP"
 
@@ -76,14 +83,14 @@ configure() { # TARGET CALLGRIND(0/1): sets PORT and CMD
     local vg=(valgrind --tool=callgrind "--callgrind-out-file=$dir/callgrind.%p")
     case "$t" in
     nghttpx)
-        nghttpx_anchor_conf "$dir" "$PORT" "$UP" http/1.1 1
+        nghttpx_anchor_conf "$dir" "$PORT" "$UP" "$UP_PROTO" 1
         CMD=(nghttpx "--conf=$dir/nghttpx.conf")
         if [ "$cg" = 1 ]; then CMD=("${vg[@]}" --trace-children=yes "${CMD[@]}"); fi
         ;;
     assertgate | assertgate-old)
         local gw="$BIN/assertgate"
         [ "$t" = assertgate ] || gw=${OLD_ASSERTGATE:?set OLD_ASSERTGATE}
-        sed -e "s/127\.0\.0\.1:9301/127.0.0.1:$PORT/; s/127\.0\.0\.1:9391/127.0.0.1:$(free_port)/; s#http://127\.0\.0\.1:9001#http://127.0.0.1:$UP#" \
+        sed -e "s/127\.0\.0\.1:9301/127.0.0.1:$PORT/; s/127\.0\.0\.1:9391/127.0.0.1:$(free_port)/; s#http://127\.0\.0\.1:9001#$UP_SCHEME://127.0.0.1:$UP#" \
             "$ROOT/Benchmarks/passthrough-bench.yaml" >"$dir/gateway.yaml"
         CMD=("$gw" serve --config "$dir/gateway.yaml" --workers 1)
         if [ "$cg" = 1 ]; then
@@ -159,7 +166,9 @@ callgrind() {
     echo "date (UTC): $(date -u '+%Y-%m-%d %H:%M'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "versions: $(nghttpx --version 2>&1 | head -n 1); $(h2load --version 2>&1 | head -n 1); $(valgrind --version)"
 } | tee "$WORK/env.txt"
-for t in "${TARGETS[@]}"; do native "$t"; done
-column -t -s $'\t' "$WORK/native.tsv"
+if [ "$NATIVE" = 1 ]; then
+    for t in "${TARGETS[@]}"; do native "$t"; done
+    column -t -s $'\t' "$WORK/native.tsv"
+fi
 for t in "${TARGETS[@]}"; do callgrind "$t"; done
 echo "raw: $WORK" >&2

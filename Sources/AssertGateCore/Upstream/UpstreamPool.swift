@@ -52,43 +52,55 @@ final class UpstreamPool {
         for pool in h2Endpoints.values { pool.closeIdle() }
     }
 
-    /// The pool `endpointPool` found last: requests mostly go to the same
-    /// one, and comparing the name and endpoint costs less than hashing them
-    /// into `endpoints`. Cleared whenever the sweep forgets pools.
+    /// The pools `endpointPool`/`h2EndpointPool` found last: requests mostly
+    /// go to the same one, and comparing the name and endpoint costs less
+    /// than hashing them. Cleared whenever the sweep forgets pools.
     private var lastPool: (upstream: String, endpoint: UpstreamEndpoint, pool: EndpointPool)?
+    private var lastH2Pool: (upstream: String, endpoint: UpstreamEndpoint, pool: H2EndpointPool)?
 
     func endpointPool(upstream: String, _ endpoint: UpstreamEndpoint) -> EndpointPool {
         if let last = lastPool, last.endpoint == endpoint, last.upstream == upstream { return last.pool }
-        let key = PoolKey(upstream: upstream, endpoint: endpoint)
-        let p: EndpointPool
-        if let found = endpoints[key] {
-            p = found
-        } else {
-            p = EndpointPool(endpoint: endpoint, pool: self)
-            endpoints[key] = p
-        }
+        let p = Self.find(PoolKey(upstream: upstream, endpoint: endpoint), in: &endpoints) { EndpointPool(endpoint: endpoint, pool: self) }
         lastPool = (upstream, endpoint, p)
+        return p
+    }
+
+    func h2EndpointPool(upstream: String, _ endpoint: UpstreamEndpoint) -> H2EndpointPool {
+        if let last = lastH2Pool, last.endpoint == endpoint, last.upstream == upstream { return last.pool }
+        let p = Self.find(PoolKey(upstream: upstream, endpoint: endpoint), in: &h2Endpoints) { H2EndpointPool(endpoint: endpoint, pool: self) }
+        lastH2Pool = (upstream, endpoint, p)
+        return p
+    }
+
+    private static func find<P>(_ key: PoolKey, in pools: inout [PoolKey: P], orMake make: () -> P) -> P {
+        if let found = pools[key] { return found }
+        let p = make()
+        pools[key] = p
         return p
     }
 
     /// Round robin over the upstream's endpoints, skipping ejected ones (unless all are).
     func pickEndpoint(name: String, config: UpstreamConfig, now: NIODeadline) -> EndpointPool? {
-        let eps = config.endpoints
-        guard !eps.isEmpty else { return nil }
-        if eps.count == 1 {
-            // Nothing to rotate: the one endpoint, ejected or not (as the loop below would pick).
-            let p = endpointPool(upstream: name, eps[0])
-            _ = p.isEjected(now: now)  // clears an ejection that has run out
-            return p
-        }
-        return roundRobin(name, eps, pool: { endpointPool(upstream: name, $0) }, ejected: { $0.isEjected(now: now) })
+        pick(name, config.endpoints, pool: { endpointPool(upstream: name, $0) }, ejected: { $0.isEjected(now: now) })
+    }
+
+    /// The same, over an HTTP/2 upstream's endpoints.
+    private func pickH2Endpoint(name: String, config: UpstreamConfig, now: NIODeadline) -> H2EndpointPool? {
+        pick(name, config.endpoints, pool: { h2EndpointPool(upstream: name, $0) }, ejected: { $0.isEjected(now: now) })
     }
 
     /// The next endpoint's pool in turn that is not ejected (the turn's own
     /// when all are).
-    private func roundRobin<P>(
+    private func pick<P>(
         _ name: String, _ eps: [UpstreamEndpoint], pool: (UpstreamEndpoint) -> P, ejected: (P) -> Bool
-    ) -> P {
+    ) -> P? {
+        guard !eps.isEmpty else { return nil }
+        if eps.count == 1 {
+            // Nothing to rotate: the one endpoint, ejected or not (as the loop below would pick).
+            let p = pool(eps[0])
+            _ = ejected(p)  // clears an ejection that has run out
+            return p
+        }
         let start = roundRobin[name, default: 0]
         roundRobin[name] = start &+ 1
         for i in 0..<eps.count {
@@ -109,31 +121,15 @@ final class UpstreamPool {
             return
         }
         let now = NIODeadline.now()
+        let timeout = responseTimeout ?? config.responseTimeout
+        // Neither pick is nil: there is an endpoint.
         if config.isHTTP2 {
-            return pickH2Endpoint(name: name, config: config, now: now).lease(
-                config: config, tls: tls, client: client,
-                responseTimeout: responseTimeout ?? config.responseTimeout, delegate: delegate, now: now)
+            pickH2Endpoint(name: name, config: config, now: now)?.lease(
+                config: config, tls: tls, client: client, responseTimeout: timeout, delegate: delegate, now: now)
+        } else {
+            pickEndpoint(name: name, config: config, now: now)?.lease(
+                config: config, tls: tls, client: client, responseTimeout: timeout, delegate: delegate, now: now)
         }
-        guard let ep = pickEndpoint(name: name, config: config, now: now) else {
-            delegate.upstreamLeaseFailed(.noEndpoints)
-            return
-        }
-        ep.lease(
-            config: config, tls: tls, client: client, responseTimeout: responseTimeout ?? config.responseTimeout,
-            delegate: delegate, now: now)
-    }
-
-    func h2EndpointPool(upstream: String, _ endpoint: UpstreamEndpoint) -> H2EndpointPool {
-        let key = PoolKey(upstream: upstream, endpoint: endpoint)
-        if let found = h2Endpoints[key] { return found }
-        let p = H2EndpointPool(endpoint: endpoint, pool: self)
-        h2Endpoints[key] = p
-        return p
-    }
-
-    /// Round robin over an HTTP/2 upstream's endpoints, skipping ejected ones (unless all are).
-    private func pickH2Endpoint(name: String, config: UpstreamConfig, now: NIODeadline) -> H2EndpointPool {
-        roundRobin(name, config.endpoints, pool: { h2EndpointPool(upstream: name, $0) }, ejected: { $0.isEjected(now: now) })
     }
 
     /// HTTP/2 connections open to `upstream` on this worker (tests, benchmarks).
@@ -181,6 +177,7 @@ final class UpstreamPool {
         lastPool = nil
         for pool in h2Endpoints.values { pool.sweep(now: now) }
         h2Endpoints = h2Endpoints.filter { !$0.value.isForgettable }
+        lastH2Pool = nil
     }
 }
 

@@ -138,8 +138,16 @@ final class UpstreamH2Connection: ChannelInboundHandler {
 
     // MARK: channel
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        flushTask = { bound.value.flush() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        flushTask = nil
+    }
 
     func channelActive(context: ChannelHandlerContext) {
         // The preface and SETTINGS (a TLS handler in front holds them until its handshake is done).
@@ -191,11 +199,15 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     // MARK: bytes out
 
     private func scheduleFlush() {
-        guard !flushScheduled, !isClosed else { return }
+        guard !flushScheduled, !isClosed, let task = flushTask else { return }
         flushScheduled = true
-        let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        eventLoop.execute { bound.value.flush() }
+        eventLoop.execute(task)
     }
+
+    /// Made once while the handler is in the pipeline: scheduling a flush
+    /// (once or twice per request) then allocates no closure. It holds the
+    /// connection, so `handlerRemoved` lets it go.
+    private var flushTask: (@Sendable () -> Void)?
 
     /// Moves what nghttp2 has to send to the socket (while it takes it), then
     /// completes the write promises of the body bytes nghttp2 took.
@@ -203,7 +215,8 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         flushScheduled = false
         guard let context, !isClosed else { return }
         var wrote = false
-        while !isClosed, context.channel.isWritable {
+        // After most reads nghttp2 has nothing to send: its sender is not asked.
+        while !isClosed, session.wantsWrite, context.channel.isWritable {
             var out: ByteBuffer?
             let more: Bool
             do {
