@@ -1,3 +1,5 @@
+import NIOCore
+
 /// One request as the mock saw it, for tests to assert on. Of a DeviceCheck
 /// call it keeps neither the JWT nor the device token, only what they were
 /// found to be; of a receipt refresh it keeps both (tests check them).
@@ -24,4 +26,6 @@ public struct AppleMockRequest: Sendable, Equatable {
     public var status: Int?
     /// The connection it came on (1 for the first one accepted).
     public var connection: Int
+    /// When it arrived (before any latency the mock was told to add).
+    public var receivedAt: NIODeadline = .now()
 }

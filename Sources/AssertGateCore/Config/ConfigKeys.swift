@@ -82,7 +82,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .deviceCheck:
             return [
                 "teamId", "keyId", "privateKey", "baseURL", "developmentBaseURL", "environment", "timeout",
-                "updateRetryFor", "caFile",
+                "updateRetryFor", "updatePollEvery", "updateBatch", "caFile",
             ]
         case .logging: return ["level", "format"]
         }

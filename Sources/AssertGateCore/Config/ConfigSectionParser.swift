@@ -683,6 +683,14 @@ struct ConfigSectionParser {
         if let retry, retry < .seconds(1) {
             reader.error(at: view["updateRetryFor"], "deviceCheck.updateRetryFor: must be at least 1s")
         }
+        let poll = reader.duration(view, "updatePollEvery")
+        if let poll, !DeviceCheckConfig.updatePollRange.contains(poll) {
+            reader.error(
+                at: view["updatePollEvery"],
+                "deviceCheck.updatePollEvery: between \(DurationParser.format(DeviceCheckConfig.updatePollRange.lowerBound)) and \(DurationParser.format(DeviceCheckConfig.updatePollRange.upperBound)), got \(DurationParser.format(poll))")
+        }
+        let batch = reader.int(
+            view, "updateBatch", min: DeviceCheckConfig.updateBatchRange.lowerBound, max: DeviceCheckConfig.updateBatchRange.upperBound)
         let caFile = pemFile(view, "caFile", label: "CERTIFICATE", required: false)
         guard let teamId, let keyId, let key else { return nil }
         var d = DeviceCheckConfig(teamId: teamId, keyId: keyId, privateKey: key)
@@ -691,6 +699,8 @@ struct ConfigSectionParser {
         if let environment { d.environment = environment }
         if let timeout, timeout <= DeviceCheckConfig.maxTimeout { d.timeout = timeout }
         if let retry { d.updateRetryFor = retry }
+        if let poll, DeviceCheckConfig.updatePollRange.contains(poll) { d.updatePollEvery = poll }
+        if let batch { d.updateBatch = batch }
         d.caFile = caFile
         return d
     }

@@ -100,7 +100,8 @@ public enum ConfigSummary {
         }
         if let d = config.deviceCheck {
             out.append("deviceCheck: team \(d.teamId), key \(d.keyId) (\(source(d.privateKey))), production \(d.baseURL), development \(d.developmentBaseURL), default \(d.environment.rawValue), "
-                + "timeout \(DurationParser.format(d.timeout)), updates retried for \(DurationParser.format(d.updateRetryFor)), server verified against \(d.caFile ?? "the system trust store")")
+                + "timeout \(DurationParser.format(d.timeout)), updates retried for \(DurationParser.format(d.updateRetryFor)), "
+                + "queue looked at every \(DurationParser.format(d.updatePollEvery)), \(d.updateBatch) at a time, server verified against \(d.caFile ?? "the system trust store")")
         } else {
             out.append("deviceCheck: off")
         }

@@ -20,6 +20,12 @@ public struct DeviceCheckConfig: Sendable {
     public var timeout: TimeAmount = .seconds(2)
     /// How long a queued bit update is retried before it is dropped.
     public var updateRetryFor: TimeAmount = .hours(1)
+    /// How often the delivery worker looks at the queue.
+    public var updatePollEvery: TimeAmount = .milliseconds(250)
+    /// The most updates one look claims and delivers at once (in flight to Apple together).
+    public var updateBatch = 32
+    public static let updatePollRange = TimeAmount.milliseconds(10)...TimeAmount.seconds(60)
+    public static let updateBatchRange = 1...1000
     /// PEM CA certificates for Apple's server; nil = the system trust store.
     public var caFile: String?
 

@@ -11,11 +11,12 @@ import Verifier
 final class DeviceBitUpdater {
     struct Settings {
         var retryFor: TimeAmount
-        /// How often the queue is looked at.
-        var pollEvery: TimeAmount = .milliseconds(250)
+        /// How often the queue is looked at (`deviceCheck.updatePollEvery`).
+        var pollEvery: TimeAmount
+        /// The most updates one look claims (`deviceCheck.updateBatch`).
+        var batch: Int
         /// A claimed update not acked or rescheduled within this is due again.
         var lease: TimeAmount = .seconds(30)
-        var batch = 32
         /// Backoff after the n-th failed attempt: `firstRetry` × 2^(n-1), at most `maxRetry`.
         var firstRetry: TimeAmount = .milliseconds(500)
         var maxRetry: TimeAmount = .minutes(5)

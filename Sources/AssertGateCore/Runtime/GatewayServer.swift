@@ -111,7 +111,8 @@ public final class GatewayServer: Sendable {
             let complaints = DeviceCheckComplaints()
             let dcMetrics = DeviceCheckMetrics(family: metrics.deviceCheckCalls, latency: metrics.deviceCheckDuration)
             let loop = group.next()
-            let settings = DeviceBitUpdater.Settings(retryFor: dc.updateRetryFor)
+            let settings = DeviceBitUpdater.Settings(
+                retryFor: dc.updateRetryFor, pollEvery: dc.updatePollEvery, batch: dc.updateBatch)
             let depth = metrics.deviceCheckQueueDepth
             updater = try? await loop.submit {
                 NIOLoopBound(

@@ -34,11 +34,14 @@ import Testing
         #expect(d.environment == .production)
         #expect(d.timeout == .seconds(2))
         #expect(d.updateRetryFor == .hours(1))
+        #expect(d.updatePollEvery == .milliseconds(250))
+        #expect(d.updateBatch == 32)
         #expect(d.caFile == nil)
         let e = try parse("""
             deviceCheck:
               {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {env: DC_KEY}, baseURL: "https://127.0.0.1:8443/",
-               developmentBaseURL: "https://[::1]:9443", environment: development, timeout: 300ms, updateRetryFor: 10m}
+               developmentBaseURL: "https://[::1]:9443", environment: development, timeout: 300ms, updateRetryFor: 10m,
+               updatePollEvery: 1s, updateBatch: 100}
 
             """).get().deviceCheck
         #expect(e?.baseURL == "https://127.0.0.1:8443")
@@ -46,6 +49,8 @@ import Testing
         #expect(e?.environment == .development)
         #expect(e?.timeout == .milliseconds(300))
         #expect(e?.updateRetryFor == .minutes(10))
+        #expect(e?.updatePollEvery == .seconds(1))
+        #expect(e?.updateBatch == 100)
         #expect(try parse("").get().deviceCheck == nil)
     }
 
@@ -75,7 +80,7 @@ import Testing
         let bad = errors("""
             deviceCheck:
               {teamId: abc, keyId: XYZ1234567, privateKey: {env: DC_KEY}, baseURL: "http://x", environment: staging,
-               timeout: 31s, updateRetryFor: 10ms, colour: blue}
+               timeout: 31s, updateRetryFor: 10ms, updatePollEvery: 5ms, updateBatch: 0, colour: blue}
 
             """)
         for expected in [
@@ -84,6 +89,8 @@ import Testing
             "deviceCheck.environment:",
             "deviceCheck.timeout: at most 30s (requests wait on it), got 31s",
             "deviceCheck.updateRetryFor: must be at least 1s",
+            "deviceCheck.updatePollEvery: between 10ms and 1m, got 5ms",
+            "deviceCheck.updateBatch: must be at least 1, got 0",
             "colour",
         ] {
             #expect(bad.contains { $0.contains(expected) }, "\(expected) not in \(bad)")

@@ -280,6 +280,43 @@ extension Integration {
             try await h.stop()
         }
 
+        /// `updateBatch` bounds what one look at the queue sends to Apple at
+        /// once. A first update that Apple leaves unanswered keeps the worker
+        /// busy (until the 400 ms timeout) while three more are queued; the
+        /// next look takes two of them, and the third can only go once Apple
+        /// (300 ms a call) has answered those. With the default batch all
+        /// three would arrive together.
+        @Test func updateBatchBoundsTheUpdatesInFlight() async throws {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            options.updatePollEvery = "20ms"
+            options.updateBatch = 2
+            let h = try await EnforcementHarness.start(options)
+            let apple = try #require(h.apple)
+            let appleTakes = TimeAmount.milliseconds(300)
+            apple.script([.stall], for: .update)
+            apple.setLatency(appleTakes, for: .update)
+            func setBit(_ device: String) async throws -> Int {
+                try await h.send("GET", "/dc-device/a", headers: [try token(device), ("x-test-set-device-bits", "bit1=1")]).status
+            }
+            #expect(try await setBit("batch-blocker") == 200)
+            try await eventually("the first update is with Apple") { apple.requests.contains { $0.endpoint == .update } }
+            let devices = ["batch-a", "batch-b", "batch-c"]
+            let requests = try devices.map { [try token($0), ("x-test-set-device-bits", "bit1=1")] }
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for headers in requests {
+                    group.addTask { try await h.send("GET", "/dc-device/a", headers: headers).status }
+                }
+                for try await status in group { #expect(status == 200) }
+            }
+            try await eventually("the three delivered") { devices.allSatisfy { apple.bits(device: $0)?.bit1 == true } }
+            let arrivals = apple.requests.filter { $0.endpoint == .update && devices.contains($0.device ?? "") }
+                .map(\.receivedAt).sorted()
+            #expect(arrivals.count == 3)
+            if arrivals.count == 3 { #expect(arrivals[2] - arrivals[0] >= appleTakes) }
+            try await h.stop()
+        }
+
         @Test func aReloadCannotAddDeviceCheck() async throws {
             let h = try await EnforcementHarness.start()
             let text = try String(contentsOfFile: h.configPath, encoding: .utf8)

@@ -56,6 +56,9 @@ final class EnforcementHarness: @unchecked Sendable {
         var deviceCheck = false
         /// `deviceCheck.updateRetryFor`.
         var updateRetryFor = "1h"
+        /// `deviceCheck.updatePollEvery` and `updateBatch` (nil: the defaults).
+        var updatePollEvery: String?
+        var updateBatch: Int?
         /// `store.redis.commandTimeout` (single server).
         var commandTimeout = "250ms"
         /// Where the gateway logs (default: nowhere below critical).
@@ -133,7 +136,7 @@ final class EnforcementHarness: @unchecked Sendable {
                     deviceCheck:
                       {teamId: \(teamId), keyId: \(deviceCheckKeyId), privateKey: {file: \(keyPath)},
                        baseURL: "\(server.baseURL)", developmentBaseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), timeout: 400ms,
-                       updateRetryFor: \(options.updateRetryFor)}
+                       updateRetryFor: \(options.updateRetryFor)\(options.updatePollEvery.map { ", updatePollEvery: \($0)" } ?? "")\(options.updateBatch.map { ", updateBatch: \($0)" } ?? "")}
 
                     """
             }
