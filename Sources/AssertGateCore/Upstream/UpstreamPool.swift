@@ -229,20 +229,8 @@ final class EndpointPool {
 
     typealias Waiter = UpstreamWaiter
 
-    /// Connections (leased or connecting) per client address: only clients
-    /// holding at least one.
-    private var held: [String: ClientShare] = [:]
-    /// The share counted last: the requests of one connection come from one
-    /// address, so comparing it spares hashing the address on every lease
-    /// and release. It may have dropped out of `held` (count 0).
-    private var lastShare: ClientShare?
-
-    /// One client's count, boxed so the cache and the table share it.
-    private final class ClientShare {
-        let client: String
-        var count = 0
-        init(client: String) { self.client = client }
-    }
+    /// Connections (leased or connecting) per client address.
+    private var shares = ClientShares()
     /// Since when no free connection has been found for a request (none has
     /// freed since): the pool is exhausted.
     private var exhaustedSince: NIODeadline?
@@ -250,38 +238,9 @@ final class EndpointPool {
     /// Distinguishes this pool in `UpstreamHealth` (one per worker and endpoint).
     private lazy var healthKey = "\(endpoint) worker \(ObjectIdentifier(pool).hashValue)"
 
-    /// `client`'s share, from the cache or the table (nil: it holds nothing).
-    @inline(__always)
-    private func share(_ client: String) -> ClientShare? {
-        if let last = lastShare, last.client == client { return last.count > 0 ? last : nil }
-        guard let found = held[client] else { return nil }
-        lastShare = found
-        return found
-    }
-
-    private func holds(_ client: String?) -> Int {
-        guard let client else { return 0 }
-        return share(client)?.count ?? 0
-    }
-
-    private func take(_ client: String?) {
-        guard let client else { return }
-        if let s = share(client) {
-            s.count += 1
-            return
-        }
-        // Back in the table: the cached share (dropped at 0) or a new one.
-        let s = lastShare.flatMap { $0.client == client ? $0 : nil } ?? ClientShare(client: client)
-        s.count = 1
-        held[client] = s
-        lastShare = s
-    }
-
-    private func give(_ client: String?) {
-        guard let client, let s = share(client) else { return }
-        s.count -= 1
-        if s.count == 0 { held[client] = nil }  // stays cached: the next lease is likely the same client's
-    }
+    private func holds(_ client: String?) -> Int { shares.count(client) }
+    private func take(_ client: String?) { shares.take(client) }
+    private func give(_ client: String?) { shares.give(client) }
 
     private var perClientCap: Int { config?.effectiveMaxConnectionsPerClient ?? Int.max }
     private var totalCap: Int { max(1, config?.maxConnectionsPerEndpoint ?? 1) }

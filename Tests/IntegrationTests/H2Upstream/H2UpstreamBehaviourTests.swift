@@ -190,6 +190,40 @@ extension Integration {
             try await h.stop()
         }
 
+        /// `maxConnectionsPerClient` counts streams on an HTTP/2 upstream: an
+        /// address whose requests hang holds its share (half of the 4 slots)
+        /// and no more, and another address's request goes straight through.
+        @Test func oneClientAddressHoldsAtMostItsShareOfStreams() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up) {
+                $0.upstreams["legacy"]?.maxConnectionsPerEndpoint = 1
+                $0.upstreams["legacy"]?.maxStreamsPerConnection = 4
+            }
+            let base = h.base
+            let hog = Task {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<4 {
+                        group.addTask {
+                            _ = try await Run.tool(
+                                "curl", ["-sS", "--http2-prior-knowledge", "--interface", "127.0.0.2", "-m", "4", "\(base)/hang"])
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(try await Self.waitForStats(up) { $0.maxConcurrent >= 2 }.maxConcurrent == 2)
+            let started = Date()
+            let ok = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "--interface", "127.0.0.1", "-m", "4", "\(base)/ok"])
+            let waited = Date().timeIntervalSince(started)
+            #expect(ok.stdout == "ok", "\(ok.stderr)")
+            #expect(waited < 2, "waited \(waited) s behind another address's requests")
+            // Two of the hog's streams and this one; never a third of the hog's.
+            #expect(try await Self.stats(up).maxConcurrent == 3)
+            try await hog.value
+            try await h.stop()
+        }
+
         @Test func streamsShareFewConnections() async throws {
             let up = try Self.upstream()
             defer { up.stop() }

@@ -19,7 +19,8 @@ final class H2EndpointPool {
     private var retiring: [UpstreamH2Connection] = []
     private var connecting = 0
     private var waiters = CircularBuffer<Waiter>()
-    private var perClient: [String: Int] = [:]
+    /// Streams granted per client address (`maxConnectionsPerClient`).
+    private var shares = ClientShares()
     private var config: UpstreamConfig?
     private var tls: UpstreamTLS?
     private var ejection = EndpointEjection()
@@ -61,10 +62,7 @@ final class H2EndpointPool {
         connectIfNeeded()
     }
 
-    private func held(_ client: String?) -> Int {
-        guard let client else { return 0 }
-        return perClient[client] ?? 0
-    }
+    private func held(_ client: String?) -> Int { shares.count(client) }
 
     /// The ready connection with a free slot that is fullest (packing).
     private func roomiest() -> UpstreamH2Connection? {
@@ -76,7 +74,7 @@ final class H2EndpointPool {
     }
 
     private func grant(_ w: Waiter, on c: UpstreamH2Connection) {
-        if let client = w.client { perClient[client, default: 0] += 1 }
+        shares.take(w.client)
         let stream = c.grant(delegate: w.delegate, client: w.client, responseTimeout: w.responseTimeout)
         w.delegate.upstreamLeased(stream)
     }
@@ -119,7 +117,7 @@ final class H2EndpointPool {
     // MARK: from connections
 
     func streamEnded(on c: UpstreamH2Connection, client: String?) {
-        if let client, let n = perClient[client] { perClient[client] = n > 1 ? n - 1 : nil }
+        shares.give(client)
         if c.goingAway, c.isIdle { c.close() }
         if !waiters.isEmpty { serveWaiters() }
     }
