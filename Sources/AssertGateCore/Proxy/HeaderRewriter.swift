@@ -479,7 +479,7 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
     }
 
     static func isToken(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
-        !s.isEmpty && s.allSatisfy(ASCII.isTokenByte)
+        !s.isEmpty && ASCII.allTokenBytes(s)
     }
 
     /// No control character but HTAB (CR/LF/NUL would split or smuggle requests).
@@ -488,8 +488,7 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
     }
 
     static func isFieldValue(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
-        for b in s where b < 0x20 ? b != 0x09 : b == 0x7F { return false }
-        return true
+        ASCII.fieldValueRun(s, from: 0) == s.count
     }
 
     /// The bytes RFC 3986 allows unencoded in a request target.

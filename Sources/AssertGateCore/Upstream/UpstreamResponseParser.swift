@@ -234,7 +234,7 @@ struct UpstreamResponseParser {
         if fields.capacity < 16 { fields.reserveCapacity(16) }
         // The table is read through a pointer: no bounds check or global accessor per byte.
         let scanned: Result<HeadScan, UpstreamResponseError> = bytes.withUnsafeMutableBufferPointer { buf in
-            Self.tokenLowerTable.withUnsafeBufferPointer { table in
+            ASCII.tokenLowerTable.withUnsafeBufferPointer { table in
                 do throws(UpstreamResponseError) {
                     return .success(try Self.scan(buf, tokenLower: table, into: &fields))
                 } catch {
@@ -255,26 +255,9 @@ struct UpstreamResponseParser {
 
     /// The index of the first byte at or after `i` that is a control byte
     /// other than HTAB, or DEL (CR and LF included); `p.count` if none.
-    /// Not inlined: on its own its loop keeps the index in a register (inlined
-    /// into `scan` it was spilled, 14 instructions a byte instead of 7).
-    @inline(never)
+    @inline(__always)
     private static func fieldRun(_ p: UnsafeMutableBufferPointer<UInt8>, _ start: Int) -> Int {
-        guard let base = p.baseAddress else { return start }
-        let n = p.count
-        var i = start
-        while i < n {
-            let b = base[i]
-            if b < 0x20 || b == 0x7F {
-                if b != 0x09 { break }
-            }
-            i &+= 1
-        }
-        return i
-    }
-
-    /// Token bytes (RFC 9110 §5.6.2) lower-cased, 0 for every other byte.
-    private static let tokenLowerTable: [UInt8] = (0..<256).map { b in
-        ASCII.isTokenByte(UInt8(b)) ? ASCII.lower(UInt8(b)) : 0
+        ASCII.fieldValueRun(UnsafeBufferPointer(p), from: start)
     }
 
     private static func scan(

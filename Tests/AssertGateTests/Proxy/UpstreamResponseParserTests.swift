@@ -260,6 +260,36 @@ import Testing
         #expect(run(["HTTP/1.1 200 OK\r\nX-!#$%&'*+.^_`|~09AZ: v\r\nContent-Length: 0\r\n\r\n"]).forwarded == ["x-!#$%&'*+.^_`|~09az: v", "content-length: 0"])
     }
 
+    /// The word-at-a-time value scan stops where a byte-at-a-time one does:
+    /// every byte value at every position of runs that cross word
+    /// boundaries, after tabs and bytes above 0x7F, from several offsets.
+    @Test func theValueScanStopsWhereAByteScanStops() {
+        func naive(_ a: [UInt8], _ start: Int) -> Int {
+            var i = start
+            while i < a.count, !(a[i] < 0x20 || a[i] == 0x7F) || a[i] == 0x09 { i += 1 }
+            return i
+        }
+        let fillers: [[UInt8]] = [Array("abcdefgh".utf8), [0x09, 0x20, 0x80, 0xFF, 0x7E, 0x21, 0x09, 0xA0]]
+        for filler in fillers {
+            for length in 0...19 {
+                let run = (0..<length).map { filler[$0 % filler.count] }
+                for k in 0...length {
+                    for v in 0...255 {
+                        var a = run
+                        if k < length { a[k] = UInt8(v) } else { a.append(UInt8(v)) }
+                        for start in [0, 1, 3] where start <= a.count {
+                            let got = a.withUnsafeBufferPointer { ASCII.fieldValueRun($0, from: start) }
+                            if got != naive(a, start) {
+                                Issue.record("\(a) from \(start): \(got), expected \(naive(a, start))")
+                                return
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test func interimResponsesAreSkipped() {
         let r = run(["HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"])
         #expect(r.status == 200)
