@@ -51,6 +51,59 @@ enum ASCII {
         }
     }
 
+    /// Token bytes (RFC 9110 §5.6.2) lower-cased, 0 for every other byte:
+    /// one load a byte where the token switch takes several branches.
+    static let tokenLowerTable: [UInt8] = (0..<256).map { b in
+        isTokenByte(UInt8(b)) ? lower(UInt8(b)) : 0
+    }
+
+    /// Every byte of `s` is a token byte (`s` may be empty).
+    static func allTokenBytes(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
+        tokenLowerTable.withUnsafeBufferPointer { t in
+            for b in s where t[Int(b)] == 0 { return false }
+            return true
+        }
+    }
+
+    /// The index of the first byte of `p[start...]` that cannot be in a field
+    /// value (a control byte other than HTAB, or DEL: CR and LF included),
+    /// `p.count` if none. Eight bytes per step while none is below 0x20 or
+    /// DEL (exact word tests, as in "Bit Twiddling Hacks": a borrow only
+    /// starts at a byte that is below the bound, so a word with no such byte
+    /// is never flagged); a flagged word (a tab, or the stop) is read a byte
+    /// at a time. Not inlined: on its own its loop keeps the index in a register.
+    @inline(never)
+    static func fieldValueRun(_ p: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        guard let base = p.baseAddress else { return start }
+        let n = p.count
+        var i = start
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let raw = UnsafeRawPointer(base)
+        while i &+ 8 <= n {
+            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let below = (w &- ones &* 0x20) & ~w & highs
+            let d = w ^ (ones &* 0x7F)
+            let del = (d &- ones) & ~d & highs
+            if below | del != 0 {
+                let end = i &+ 8
+                while i < end {
+                    let b = base[i]
+                    if b < 0x20 || b == 0x7F, b != 0x09 { return i }
+                    i &+= 1
+                }
+            } else {
+                i &+= 8
+            }
+        }
+        while i < n {
+            let b = base[i]
+            if b < 0x20 || b == 0x7F, b != 0x09 { return i }
+            i &+= 1
+        }
+        return i
+    }
+
     /// Without leading and trailing spaces and tabs.
     static func trimmed(_ s: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
         var s = s

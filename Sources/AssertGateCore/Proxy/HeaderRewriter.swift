@@ -11,8 +11,9 @@ enum HeaderRewriter {
     static func sanitizeClientHeaders(_ headers: inout HTTPHeaders, snapshot: GatewaySnapshot) -> Bool {
         let policy = snapshot.config.limits.underscoresInHeaders
         var dirty = false
-        for (name, _) in headers {
-            if ASCII.hasPrefixCI(name, lowerPrefix: snapshot.trustPrefixLower) || name.utf8.contains(underscore) {
+        // The usual case (nothing to drop) decided over each name's bytes.
+        snapshot.trustPrefixLower.withUnsafeBufferPointer { prefix in
+            for (name, _) in headers where UpstreamHeadWriter.withBytes(name, { Self.needsSanitizing($0, prefix) }) {
                 dirty = true
                 break
             }
@@ -36,6 +37,19 @@ enum HeaderRewriter {
     }
 
     private static let underscore = UInt8(ascii: "_")
+
+    /// `name` has a `_` or starts with the trust prefix (any case): what
+    /// `sanitizeClientHeaders`' second loop looks at.
+    @inline(__always)
+    private static func needsSanitizing(_ name: UnsafeBufferPointer<UInt8>, _ lowerPrefix: UnsafeBufferPointer<UInt8>) -> Bool {
+        if name.count >= lowerPrefix.count {
+            var k = 0
+            while k < lowerPrefix.count, ASCII.lower(name[k]) == lowerPrefix[k] { k += 1 }
+            if k == lowerPrefix.count { return true }
+        }
+        for b in name where b == UInt8(ascii: "_") { return true }
+        return false
+    }
 
     /// Names the gateway sets or owns, as a CGI-style server would read them.
     private static let reservedNames: [[UInt8]] = [
@@ -114,9 +128,16 @@ enum HeaderRewriter {
         method: String, target: String, client: HTTPHeaders, authority: String?, route: RouteConfig,
         snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
         extra: [(name: String, value: String)], bodyFraming: RequestBodyFraming, fallbackHost: String? = nil,
-        allocator: ByteBufferAllocator
+        allocator: ByteBufferAllocator, clientFieldsChecked: Bool = false, forwarding: ForwardingCache? = nil
     ) -> UpstreamRequestHead? {
-        var writer = UpstreamHeadWriter(method: method, target: target, allocator: allocator)
+        // Sized once: the fields as they are plus room for what is added.
+        var size = method.utf8.count + target.utf8.count + (authority?.utf8.count ?? 0) + requestId.utf8.count
+            + 2 * (clientAddress?.utf8.count ?? 7) + 192
+        for (name, value) in client { size += name.utf8.count + value.utf8.count + 4 }
+        for (name, value) in extra { size += name.utf8.count + value.utf8.count + 4 }
+        var writer = UpstreamHeadWriter(
+            method: method, target: target, allocator: allocator, capacity: size,
+            clientFieldsChecked: clientFieldsChecked, forwarding: forwarding)
         writeUpstreamRequestHeaders(
             into: &writer, client: client, authority: authority, route: route, snapshot: snapshot,
             requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
@@ -178,7 +199,7 @@ enum HeaderRewriter {
             {
                 continue
             }
-            out.add(name: name, value: value)
+            out.addClientField(name: name, value: value)
         }
         if authority == nil, let fallbackHost, !sawHost {
             // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one.
@@ -195,10 +216,7 @@ enum HeaderRewriter {
             out.add(name: "Transfer-Encoding", value: "chunked")
         }
         out.add(name: "X-Request-Id", value: requestId)
-        let client = clientAddress ?? "unknown"
-        out.add(name: "X-Forwarded-For", list: xff, last: client)
-        out.addForwarded(list: forwarded, node: client, quotedIPv6: client.utf8.contains(UInt8(ascii: ":")), scheme: scheme)
-        out.add(name: "X-Forwarded-Proto", value: scheme)
+        out.addForwarding(xff: xff, forwarded: forwarded, client: clientAddress ?? "unknown", scheme: scheme)
         for (name, value) in extra { out.add(name: name, value: value) }
     }
 }
@@ -231,6 +249,34 @@ protocol UpstreamHeaderSink {
     /// The `Forwarded` value: `<list>, for=<node>;proto=<scheme>` (`list, ` only when present),
     /// with an IPv6 node written as `"[addr]"`.
     mutating func addForwarded(list: String?, node: String, quotedIPv6: Bool, scheme: String)
+    /// A field from the client's header list (`add(name:value:)` unless the sink knows better).
+    mutating func addClientField(name: String, value: String)
+    /// `X-Forwarded-For`, `Forwarded` and `X-Forwarded-Proto` (`addForwardingLines` unless the sink knows better).
+    mutating func addForwarding(xff: String?, forwarded: String?, client: String, scheme: String)
+}
+
+extension UpstreamHeaderSink {
+    mutating func addClientField(name: String, value: String) { add(name: name, value: value) }
+
+    mutating func addForwarding(xff: String?, forwarded: String?, client: String, scheme: String) {
+        addForwardingLines(xff: xff, forwarded: forwarded, client: client, scheme: scheme)
+    }
+
+    mutating func addForwardingLines(xff: String?, forwarded: String?, client: String, scheme: String) {
+        add(name: "X-Forwarded-For", list: xff, last: client)
+        addForwarded(list: forwarded, node: client, quotedIPv6: client.utf8.contains(UInt8(ascii: ":")), scheme: scheme)
+        add(name: "X-Forwarded-Proto", value: scheme)
+    }
+}
+
+/// The last rendering of the forwarding lines (`UpstreamHeadWriter.addForwarding`):
+/// one per worker, so loop-confined; a connection's requests hit it.
+final class ForwardingCache {
+    var client = ""
+    var scheme = ""
+    /// Bytes, not a `ByteBuffer`: copied with one reserved write (`writeBuffer` cost ~350 instructions).
+    var lines: [UInt8] = []
+    var valid = true
 }
 
 /// For sinks that take whole values (`HTTPHeaders`, the HTTP/2 head): the
@@ -254,110 +300,206 @@ extension HTTPHeaders: UpstreamValueSink {}
 /// Writes an HTTP/1.1 request head straight into a `ByteBuffer` (no `HTTPHeaders`,
 /// no `HTTPRequestHead`, no NIO encoder). Names must be tokens and values free of
 /// CR, LF and NUL, as NIO's header validator requires; a violation marks the head invalid.
+/// Each line is one reserved write of raw copies (`ByteBuffer.writeString` and
+/// `writeStaticString` cost ~250 instructions a call).
 struct UpstreamHeadWriter: UpstreamHeaderSink {
     var buffer: ByteBuffer
     private(set) var isValid = true
+    /// The client's names and values were checked on intake (see `addClientField`).
+    private let clientFieldsChecked: Bool
+    private let forwarding: ForwardingCache?
 
-    init(method: String, target: String, allocator: ByteBufferAllocator) {
-        buffer = allocator.buffer(capacity: 512)
+    /// `capacity`: the head's expected size, so the buffer is allocated once.
+    /// `clientFieldsChecked`: see `ProxyRequest.fieldsChecked`. `forwarding`:
+    /// the last rendering of the forwarding fields (`addForwarding`).
+    init(
+        method: String, target: String, allocator: ByteBufferAllocator, capacity: Int = 512,
+        clientFieldsChecked: Bool = false, forwarding: ForwardingCache? = nil
+    ) {
+        // Written into a local first: a closure capturing `self` in an
+        // initializer made the compiler copy the whole writer.
+        var b = allocator.buffer(capacity: capacity)
+        Self.withBytes(method) { m in
+            Self.withBytes(target) { t in
+                Self.put(&b, m, " ", t, " HTTP/1.1\r\n")
+            }
+        }
+        buffer = b
+        self.clientFieldsChecked = clientFieldsChecked
+        self.forwarding = forwarding
         isValid = Self.isToken(method) && Self.isTarget(target)
-        buffer.writeString(method)
-        buffer.writeInteger(UInt8(ascii: " "))
-        buffer.writeString(target)
-        buffer.writeStaticString(" HTTP/1.1\r\n")
     }
 
     mutating func add(name: String, value: String) {
-        let copied = name.utf8.withContiguousStorageIfAvailable { n in
-            value.utf8.withContiguousStorageIfAvailable { v in writeField(n, v) }
+        Self.withBytes(name) { n in
+            Self.withBytes(value) { v in
+                if !(Self.isToken(n) && Self.isFieldValue(v)) { isValid = false }
+                put(n, ": ", v, "\r\n")
+            }
         }
-        if let ok = copied ?? nil {
-            if !ok { isValid = false }
-            return
-        }
-        // Strings without contiguous UTF-8 (bridged): check, then copy.
-        if !(Self.isToken(name) && Self.isFieldValue(value)) { isValid = false }
-        buffer.writeString(name)
-        buffer.writeStaticString(": ")
-        buffer.writeString(value)
-        buffer.writeStaticString("\r\n")
     }
 
-    /// `name: value\r\n` in one reserved write, every byte checked as it is
-    /// copied (one pass over each, instead of a validation pass and four
-    /// writes): false when the name is not a token or the value has a
-    /// control character.
-    private mutating func writeField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
-        let count = name.count + value.count + 4
-        var ok = !name.isEmpty
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
-            var i = 0
-            for b in name {
-                if !ASCII.isTokenByte(b) { ok = false }
-                out[i] = b
-                i += 1
-            }
-            out[i] = UInt8(ascii: ":")
-            out[i + 1] = UInt8(ascii: " ")
-            i += 2
-            for b in value {
-                if b < 0x20 ? b != 0x09 : b == 0x7F { ok = false }
-                out[i] = b
-                i += 1
-            }
-            out[i] = UInt8(ascii: "\r")
-            out[i + 1] = UInt8(ascii: "\n")
-            return count
+    /// A field from the client's header list. Copied without a second look
+    /// when the front end already refused bad bytes: HTTP/2 intake only
+    /// (`ProxyRequest.fieldsChecked`: nghttp2's HTTP messaging rules, on in
+    /// `HTTP2Session`, reset a stream whose name is not a lower-case token or
+    /// whose value has NUL, CR, LF, another control byte but HTAB, or DEL,
+    /// before `cbHeader` sees it). The HTTP/1.1 front end's fields are checked here.
+    mutating func addClientField(name: String, value: String) {
+        guard clientFieldsChecked else { return add(name: name, value: value) }
+        Self.withBytes(name) { n in
+            Self.withBytes(value) { v in put(n, ": ", v, "\r\n") }
         }
-        return ok
     }
 
     mutating func add(name: String, list: String?, last: String) {
-        if !(Self.isToken(name) && Self.isFieldValue(last)) { isValid = false }
-        buffer.writeString(name)
-        buffer.writeStaticString(": ")
-        if let list {
-            if !Self.isFieldValue(list) { isValid = false }
-            buffer.writeString(list)
-            buffer.writeStaticString(", ")
+        Self.withBytes(name) { n in
+            Self.withBytes(list ?? "") { l in
+                Self.withBytes(last) { v in
+                    if !(Self.isToken(n) && Self.isFieldValue(v) && Self.isFieldValue(l)) { isValid = false }
+                    if list == nil {
+                        put(n, ": ", v, "\r\n")
+                    } else {
+                        put(n, ": ", l, ", ")
+                        put(v, "\r\n")
+                    }
+                }
+            }
         }
-        buffer.writeString(last)
-        buffer.writeStaticString("\r\n")
     }
 
     mutating func addForwarded(list: String?, node: String, quotedIPv6: Bool, scheme: String) {
-        if !(Self.isFieldValue(node) && Self.isFieldValue(scheme)) { isValid = false }
-        buffer.writeStaticString("Forwarded: ")
-        if let list {
-            if !Self.isFieldValue(list) { isValid = false }
-            buffer.writeString(list)
-            buffer.writeStaticString(", ")
+        Self.withBytes(list ?? "") { l in
+            Self.withBytes(node) { n in
+                Self.withBytes(scheme) { s in
+                    if !(Self.isFieldValue(n) && Self.isFieldValue(s) && Self.isFieldValue(l)) { isValid = false }
+                    if list != nil { put("Forwarded: ", l, ", ") } else { put("Forwarded: ") }
+                    put(quotedIPv6 ? "for=\"[" : "for=", n, quotedIPv6 ? "]\";proto=" : ";proto=", s)
+                    put("\r\n")
+                }
+            }
         }
-        buffer.writeStaticString("for=")
-        if quotedIPv6 { buffer.writeStaticString("\"[") }
-        buffer.writeString(node)
-        if quotedIPv6 { buffer.writeStaticString("]\"") }
-        buffer.writeStaticString(";proto=")
-        buffer.writeString(scheme)
-        buffer.writeStaticString("\r\n")
+    }
+
+    /// Without lists from the client, the three lines depend only on the
+    /// client's address and scheme, which do not change during a connection:
+    /// copied from the last rendering when it was for the same pair.
+    mutating func addForwarding(xff: String?, forwarded: String?, client: String, scheme: String) {
+        guard xff == nil, forwarded == nil, let cache = forwarding else {
+            return addForwardingLines(xff: xff, forwarded: forwarded, client: client, scheme: scheme)
+        }
+        if cache.client != client || cache.scheme != scheme || cache.lines.isEmpty {
+            var w = UpstreamHeadWriter(buffer: ByteBufferAllocator().buffer(capacity: 2 * client.utf8.count + 80))
+            w.addForwardingLines(xff: nil, forwarded: nil, client: client, scheme: scheme)
+            cache.client = client
+            cache.scheme = scheme
+            cache.lines = Array(w.buffer.readableBytesView)
+            cache.valid = w.isValid
+        }
+        if !cache.valid { isValid = false }
+        cache.lines.withUnsafeBufferPointer { put($0, "") }
+    }
+
+    /// A writer of loose lines (the forwarding cache's rendering).
+    private init(buffer: ByteBuffer) {
+        self.buffer = buffer
+        clientFieldsChecked = false
+        forwarding = nil
     }
 
     /// Ends the head (empty line) and returns its bytes.
     mutating func finish() -> ByteBuffer {
-        buffer.writeStaticString("\r\n")
+        put("\r\n")
         return buffer
+    }
+
+    // MARK: raw writes
+
+    /// The bytes of `s`, contiguous (a bridged string is made native first).
+    @inline(__always)
+    static func withBytes<R>(_ s: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let r = s.utf8.withContiguousStorageIfAvailable(body) { return r }
+        var copy = s
+        return copy.withUTF8(body)
+    }
+
+    /// Up to four pieces, appended in one reserved write.
+    private mutating func put(
+        _ a: UnsafeBufferPointer<UInt8>, _ b: StaticString, _ c: UnsafeBufferPointer<UInt8>, _ d: StaticString
+    ) {
+        Self.put(&buffer, a, b, c, d)
+    }
+
+    private static func put(
+        _ buffer: inout ByteBuffer, _ a: UnsafeBufferPointer<UInt8>, _ b: StaticString, _ c: UnsafeBufferPointer<UInt8>,
+        _ d: StaticString
+    ) {
+        let count = a.count + b.utf8CodeUnitCount + c.count + d.utf8CodeUnitCount
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
+            guard let o = out.baseAddress else { return 0 }
+            var i = Self.copy(a, to: o)
+            i += Self.copy(b, to: o + i)
+            i += Self.copy(c, to: o + i)
+            i += Self.copy(d, to: o + i)
+            return i
+        }
+    }
+
+    private mutating func put(_ a: StaticString, _ b: UnsafeBufferPointer<UInt8>, _ c: StaticString, _ d: UnsafeBufferPointer<UInt8>) {
+        let count = a.utf8CodeUnitCount + b.count + c.utf8CodeUnitCount + d.count
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
+            guard let o = out.baseAddress else { return 0 }
+            var i = Self.copy(a, to: o)
+            i += Self.copy(b, to: o + i)
+            i += Self.copy(c, to: o + i)
+            i += Self.copy(d, to: o + i)
+            return i
+        }
+    }
+
+    private mutating func put(_ a: StaticString, _ b: UnsafeBufferPointer<UInt8>, _ c: StaticString) {
+        put(a, b, c, UnsafeBufferPointer(start: nil, count: 0))
+    }
+
+    private mutating func put(_ a: UnsafeBufferPointer<UInt8>, _ b: StaticString) {
+        put(a, b, UnsafeBufferPointer(start: nil, count: 0), "")
+    }
+
+    private mutating func put(_ a: StaticString) {
+        put(UnsafeBufferPointer(start: nil, count: 0), a, UnsafeBufferPointer(start: nil, count: 0), "")
+    }
+
+    @inline(__always)
+    private static func copy(_ s: UnsafeBufferPointer<UInt8>, to o: UnsafeMutableRawPointer) -> Int {
+        if let base = s.baseAddress, s.count > 0 { o.copyMemory(from: base, byteCount: s.count) }
+        return s.count
+    }
+
+    @inline(__always)
+    private static func copy(_ s: StaticString, to o: UnsafeMutableRawPointer) -> Int {
+        let n = s.utf8CodeUnitCount
+        if n > 0 { o.copyMemory(from: s.utf8Start, byteCount: n) }
+        return n
     }
 
     // The checks of NIO's NIOHTTPRequestHeadersValidator, which this writer replaces.
 
     /// RFC 9110 token characters (method, header names).
     static func isToken(_ s: String) -> Bool {
-        !s.isEmpty && allBytes(s, ASCII.isTokenByte)
+        withBytes(s) { isToken($0) }
+    }
+
+    static func isToken(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
+        !s.isEmpty && ASCII.allTokenBytes(s)
     }
 
     /// No control character but HTAB (CR/LF/NUL would split or smuggle requests).
     static func isFieldValue(_ s: String) -> Bool {
-        allBytes(s) { b in b == UInt8(ascii: "\t") || (b >= 0x20 && b != 0x7F) }
+        withBytes(s) { isFieldValue($0) }
+    }
+
+    static func isFieldValue(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
+        ASCII.fieldValueRun(s, from: 0) == s.count
     }
 
     /// The bytes RFC 3986 allows unencoded in a request target.

@@ -17,6 +17,10 @@ public struct ProxyRequest {
     public var clientAddress: String?
     /// The configuration snapshot this request runs on (stays fixed across reloads).
     public var snapshot: GatewaySnapshot
+    /// Every field name and value was checked on intake as the upstream head
+    /// writer would check it (HTTP/2: nghttp2's HTTP messaging rules), so the
+    /// writer copies them without a second pass (`UpstreamHeadWriter.addClientField`).
+    var fieldsChecked = false
 
     /// The path without the query string.
     public var path: Substring {

@@ -42,10 +42,12 @@ enum RequestIntake {
             // :authority, else a Host field (RFC 9113 §8.3.1).
             if authority == nil { authority = headers.first(name: "host") }
         }
+        var fieldsChecked = false
+        if case .http2 = wire { fieldsChecked = true }
         let request = ProxyRequest(
             method: method, target: target, authority: authority, scheme: scheme, headers: headers,
             requestId: worker.requestId(clientValue: headers.first(name: "x-request-id")),
-            clientAddress: clientAddress, snapshot: snapshot)
+            clientAddress: clientAddress, snapshot: snapshot, fieldsChecked: fieldsChecked)
         return (
             request: request, body: RequestBodyInfo(framing: framing(method: method, headers: headers, wire: wire)),
             refusal: clean ? nil : Rejection(.malformedRequest, "a header name spelled with an underscore"))

@@ -499,7 +499,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                     method: request.method, target: request.target, client: request.headers,
                     authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
                     clientAddress: request.clientAddress, scheme: request.scheme, extra: trust, bodyFraming: framing,
-                    fallbackHost: fallbackHost, allocator: sink.allocator
+                    fallbackHost: fallbackHost, allocator: sink.allocator, clientFieldsChecked: request.fieldsChecked,
+                    forwarding: worker.forwarding
                 ).map(UpstreamHead.http1)
             }
             // A name, value or target the upstream's protocol cannot carry: nothing is sent.

@@ -18,6 +18,8 @@ final class Worker {
     var observer: (any RequestObserver)?
     var snapshot: GatewaySnapshot
     var requestIds = RequestIdGenerator()
+    /// The last rendering of the upstream forwarding lines (`UpstreamHeadWriter.addForwarding`).
+    let forwarding = ForwardingCache()
     /// Live downstream connections, for graceful shutdown.
     var connections: [ObjectIdentifier: Channel] = [:]
     var isQuiescing = false

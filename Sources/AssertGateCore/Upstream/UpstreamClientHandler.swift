@@ -40,9 +40,10 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
-    func writeHead(_ head: UpstreamRequestHead) {
+    func writeHead(_ head: UpstreamRequestHead, flush: Bool) {
         parser.expectResponse(isHead: head.isHead)
-        write(head.bytes, promise: nil)
+        guard flush else { return write(head.bytes, promise: nil) }
+        context?.writeAndFlush(NIOAny(head.bytes), promise: nil)
     }
 
     func write(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {

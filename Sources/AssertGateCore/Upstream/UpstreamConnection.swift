@@ -89,8 +89,14 @@ final class UpstreamConnection: UpstreamExchange {
             preconditionFailure("an HTTP/2 head for an HTTP/1.1 connection")
         }
         chunked = head.chunked
-        handler.writeHead(head)
-        if end { sendEnd() } else { handler.flush() }
+        if end, chunked {
+            handler.writeHead(head, flush: false)
+            sendEnd()
+            return
+        }
+        // One pipeline traversal (writeAndFlush) instead of a write and a flush.
+        handler.writeHead(head, flush: true)
+        if end { requestSent() }
     }
 
     func sendBody(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
@@ -109,6 +115,11 @@ final class UpstreamConnection: UpstreamExchange {
     func sendEnd() {
         if chunked { handler.writeLastChunk() }
         handler.flush()
+        requestSent()
+    }
+
+    /// The whole request is on its way: the response deadline starts.
+    private func requestSent() {
         requestDone = true
         if !responseDone, responseDeadline == nil {
             responseDeadline = channel.eventLoop.now + responseTimeout

@@ -1,5 +1,13 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Why an upstream's response could not be read. The connection is closed;
 /// the exchange fails as `connectionLost` (502 before the head was sent).
 enum UpstreamResponseError: Error, Equatable {
@@ -130,17 +138,22 @@ struct UpstreamResponseParser {
         var state = lineEnd
         let end: Int? = buffer.withUnsafeReadableBytes { raw in
             // state: 0 in a line, 1 after a LF, 2 after LF CR; a LF in state 1 or 2 ends the head.
-            var i = 0
+            // Inside a line only a LF can change the state: memchr jumps to it
+            // (as llhttp does) instead of looking at every byte.
+            guard let base = raw.baseAddress else { return nil }
             let n = raw.count
+            var i = 0
             while i < n {
+                if state == 0 {
+                    guard let lf = memchr(base + i, 0x0A, n - i) else { return nil }
+                    i = base.distance(to: UnsafeRawPointer(lf)) + 1
+                    state = 1
+                    continue
+                }
                 let b = raw[i]
                 i += 1
-                if b == UInt8(ascii: "\n") {
-                    if state != 0 { return i }
-                    state = 1
-                } else {
-                    state = (b == UInt8(ascii: "\r") && state == 1) ? 2 : 0
-                }
+                if b == UInt8(ascii: "\n") { return i }
+                state = (b == UInt8(ascii: "\r") && state == 1) ? 2 : 0
             }
             return nil
         }
@@ -219,11 +232,14 @@ struct UpstreamResponseParser {
     ) throws(UpstreamResponseError) -> ParsedHead {
         fields.removeAll(keepingCapacity: true)
         if fields.capacity < 16 { fields.reserveCapacity(16) }
+        // The table is read through a pointer: no bounds check or global accessor per byte.
         let scanned: Result<HeadScan, UpstreamResponseError> = bytes.withUnsafeMutableBufferPointer { buf in
-            do throws(UpstreamResponseError) {
-                return .success(try Self.scan(buf, into: &fields))
-            } catch {
-                return .failure(error)
+            ASCII.tokenLowerTable.withUnsafeBufferPointer { table in
+                do throws(UpstreamResponseError) {
+                    return .success(try Self.scan(buf, tokenLower: table, into: &fields))
+                } catch {
+                    return .failure(error)
+                }
             }
         }
         let found: HeadScan
@@ -237,8 +253,16 @@ struct UpstreamResponseParser {
             contentLength: found.contentLength, transferEncoded: found.transferEncoded, chunked: found.chunked)
     }
 
+    /// The index of the first byte at or after `i` that is a control byte
+    /// other than HTAB, or DEL (CR and LF included); `p.count` if none.
+    @inline(__always)
+    private static func fieldRun(_ p: UnsafeMutableBufferPointer<UInt8>, _ start: Int) -> Int {
+        ASCII.fieldValueRun(UnsafeBufferPointer(p), from: start)
+    }
+
     private static func scan(
-        _ p: UnsafeMutableBufferPointer<UInt8>, into fields: inout [UpstreamResponseHead.Field]
+        _ p: UnsafeMutableBufferPointer<UInt8>, tokenLower: UnsafeBufferPointer<UInt8>,
+        into fields: inout [UpstreamResponseHead.Field]
     ) throws(UpstreamResponseError) -> HeadScan {
         let count = p.count
         var out = HeadScan()
@@ -257,37 +281,33 @@ struct UpstreamResponseParser {
         out.status = status
         var i = 12
         // The reason phrase: anything but control bytes, up to the line end.
-        if p[i] == UInt8(ascii: " ") {
-            while i < count, p[i] != UInt8(ascii: "\r"), p[i] != UInt8(ascii: "\n") {
-                guard p[i] >= 0x20 || p[i] == 0x09, p[i] != 0x7F else { throw .malformedStatusLine }
-                i += 1
-            }
-        }
+        // Any other control byte stops the run and fails `lineEnd` below (as
+        // a bare CR does): one comparison per byte in the common case.
+        if p[i] == UInt8(ascii: " ") { i = Self.fieldRun(p, i) }
         i = try Self.lineEnd(p, i, error: .malformedStatusLine)
 
         out.keepAlive = minor == UInt8(ascii: "1")
         while i < count, p[i] != UInt8(ascii: "\r"), p[i] != UInt8(ascii: "\n") {
             guard fields.count < maxFields else { throw .tooManyFields }
             // name: a token, lower-cased in place, directly followed by ':'
+            // (one table load per byte: 0 for every non-token byte, ':' included)
             let nameStart = i
-            while i < count, p[i] != UInt8(ascii: ":") {
-                let b = p[i]
-                guard ASCII.isTokenByte(b) else { throw .malformedField }
-                p[i] = ASCII.lower(b)
+            while i < count {
+                let l = tokenLower[Int(p[i])]
+                if l == 0 { break }
+                p[i] = l
                 i += 1
             }
-            guard i < count, i > nameStart else { throw .malformedField }
+            guard i < count, i > nameStart, p[i] == UInt8(ascii: ":") else { throw .malformedField }
             let nameLength = i - nameStart
             i += 1
             while i < count, p[i] == UInt8(ascii: " ") || p[i] == 0x09 { i += 1 }
             let valueStart = i
+            // A control byte other than HTAB (or DEL) ends the run; unless it
+            // is the CRLF or LF that ends the line, `lineEnd` refuses it.
+            i = Self.fieldRun(p, i)
             var valueEnd = i
-            while i < count, p[i] != UInt8(ascii: "\r"), p[i] != UInt8(ascii: "\n") {
-                let b = p[i]
-                guard b >= 0x20 || b == 0x09, b != 0x7F else { throw .malformedField }
-                i += 1
-                if b != UInt8(ascii: " "), b != 0x09 { valueEnd = i }
-            }
+            while valueEnd > valueStart, p[valueEnd - 1] == UInt8(ascii: " ") || p[valueEnd - 1] == 0x09 { valueEnd -= 1 }
             i = try Self.lineEnd(p, i, error: .malformedField)
             // obs-fold (a continuation line) is refused, as RFC 9112 §5.2 allows.
             if i < count, p[i] == UInt8(ascii: " ") || p[i] == 0x09 { throw .malformedField }

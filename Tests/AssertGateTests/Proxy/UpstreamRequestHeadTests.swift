@@ -13,12 +13,57 @@ import Testing
 
     private func head(
         method: String = "GET", target: String = "/a?b=1", client: HTTPHeaders, framing: RequestBodyFraming = .none,
-        address: String? = "10.1.2.3"
+        address: String? = "10.1.2.3", scheme: String = "https", checked: Bool = false, forwarding: ForwardingCache? = nil
     ) -> UpstreamRequestHead? {
         HeaderRewriter.upstreamRequestHead(
             method: method, target: target, client: client, authority: "api.example", route: route,
-            snapshot: snapshot, requestId: "rid", clientAddress: address, scheme: "https",
-            extra: [("X-AssertGate-Trust", "none")], bodyFraming: framing, allocator: ByteBufferAllocator())
+            snapshot: snapshot, requestId: "rid", clientAddress: address, scheme: scheme,
+            extra: [("X-AssertGate-Trust", "none")], bodyFraming: framing, allocator: ByteBufferAllocator(),
+            clientFieldsChecked: checked, forwarding: forwarding)
+    }
+
+    /// The forwarding lines come from the worker's last rendering when the
+    /// address and scheme are the same, and are rendered again when either
+    /// changes; the bytes are those of a head written without the cache.
+    @Test func forwardingLinesAreCachedPerAddressAndScheme() throws {
+        let cache = ForwardingCache()
+        let client = HTTPHeaders([("Accept", "*/*")])
+        for (address, scheme) in [
+            ("10.1.2.3", "https"), ("10.1.2.3", "https"), ("10.9.9.9", "https"), ("10.9.9.9", "http"),
+            ("2001:db8::1", "http"), ("2001:db8::1", "http"), ("10.1.2.3", "https"),
+        ] {
+            let cached = try #require(head(client: client, address: address, scheme: scheme, forwarding: cache))
+            let plain = try #require(head(client: client, address: address, scheme: scheme))
+            #expect(String(buffer: cached.bytes) == String(buffer: plain.bytes))
+            #expect(cache.client == address && cache.scheme == scheme)
+            let text = String(buffer: cached.bytes)
+            let node = address.contains(":") ? "\"[\(address)]\"" : address
+            #expect(text.hasSuffix(
+                "X-Forwarded-For: \(address)\r\nForwarded: for=\(node);proto=\(scheme)\r\n"
+                    + "X-Forwarded-Proto: \(scheme)\r\nX-AssertGate-Trust: none\r\n\r\n"))
+        }
+        // The client's own lists are never taken from the cache.
+        let lists = HTTPHeaders([("X-Forwarded-For", "1.1.1.1"), ("Forwarded", "for=1.1.1.1")])
+        let h = try #require(head(client: lists, forwarding: cache))
+        #expect(String(buffer: h.bytes) == String(buffer: try #require(head(client: lists)).bytes))
+        #expect(String(buffer: h.bytes).contains("X-Forwarded-For: 1.1.1.1, 10.1.2.3\r\n"))
+        // An address that cannot be sent is refused, cached or not.
+        #expect(head(client: client, address: "10.0.0.1\r\nX: y", forwarding: cache) == nil)
+        #expect(head(client: client, address: "10.0.0.1\r\nX: y", forwarding: cache) == nil)
+        #expect(head(client: client, address: "10.1.2.3", forwarding: cache) != nil)
+    }
+
+    /// HTTP/2 intake (nghttp2) already refused bad client fields: they are
+    /// copied as they are. Everything the gateway adds is still checked, and
+    /// the HTTP/1.1 path checks the client's fields too.
+    @Test func checkedClientFieldsAreCopiedAndTheRestIsStillChecked() throws {
+        let client = HTTPHeaders([("accept", "*/*"), ("user-agent", "t\tu é")])
+        let fast = try #require(head(client: client, checked: true))
+        #expect(String(buffer: fast.bytes) == String(buffer: try #require(head(client: client)).bytes))
+        #expect(head(client: HTTPHeaders([("X-Bad", "a\r\nInjected: 1")]), checked: false) == nil)
+        #expect(head(target: "/a b", client: client, checked: true) == nil)
+        #expect(head(method: "G(T", client: client, checked: true) == nil)
+        #expect(head(client: client, address: "1.2.3.4\n", checked: true) == nil)
     }
 
     @Test func bytesMatchTheHeaderList() throws {

@@ -211,6 +211,85 @@ import Testing
         #expect(run([trailers]).error == .trailersTooLarge)
     }
 
+    /// The end of the head is found with memchr: heads with CR LF, bare LF,
+    /// LF CR LF and stray CRs parse the same in one read, split at every byte
+    /// boundary, and a byte at a time.
+    @Test func theEndOfTheHeadIsFoundWhereverTheReadsSplit() {
+        let heads = [
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok",
+            "HTTP/1.1 200 OK\nContent-Length: 2\nX-A: b\n\nok",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\n\r\nok",
+            "HTTP/1.1 200 OK\nContent-Length: 2\r\n\nok",
+            "HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n",
+            // refused once the head is complete: a bare CR, a CR CR before the LF
+            "HTTP/1.1 200 OK\r\nX-A: b\r\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX-A: b\r\n\r\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX-A: b\rc\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX-A: b\r\n folded\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX-A: b\r\n\tfolded\r\n\r\n",
+        ]
+        for head in heads {
+            splitsAgree(head)
+            let whole = run([head])
+            #expect(run(head.utf8.map { String(decoding: [$0], as: UTF8.self) }) == whole, "\(head.debugDescription)")
+        }
+        #expect(run([heads[0]]).body == "ok")
+        #expect(run([heads[1]]).body == "ok")
+        #expect(run([heads[2]]).body == "ok")
+        #expect(run([heads[3]]).body == "ok")
+        #expect(run([heads[4]]).ends == 1)
+        for refused in heads[5...] { #expect(run([refused]).error == .malformedField, "\(refused.debugDescription)") }
+    }
+
+    /// Values lose their surrounding whitespace, keep inner tabs, and any
+    /// control byte but HTAB (or DEL) is refused, in the reason phrase too.
+    @Test func fieldValuesAndReasonPhrasesAreCheckedByteForByte() {
+        let r = run(["HTTP/1.1 200 Fine \t reason\r\nX-A: \t a\tb  \t\r\nX-Empty:   \r\nContent-Length: 0\r\n\r\n"])
+        #expect(r.error == nil)
+        #expect(r.forwarded == ["x-a: a\tb", "x-empty: ", "content-length: 0"])
+        for bad: UInt8 in [0x00, 0x01, 0x0B, 0x0C, 0x1F, 0x7F] {
+            let b = String(decoding: [bad], as: UTF8.self)
+            #expect(run(["HTTP/1.1 200 OK\r\nX-A: a" + b + "b\r\n\r\n"]).error == .malformedField, "\(bad)")
+            #expect(run(["HTTP/1.1 200 O" + b + "K\r\n\r\n"]).error == .malformedStatusLine, "\(bad)")
+            #expect(run(["HTTP/1.1 200 OK\r\nX" + b + "A: a\r\n\r\n"]).error == .malformedField, "\(bad)")
+        }
+        // Bytes above 0x7F are allowed in values, not in names.
+        #expect(run(["HTTP/1.1 200 OK\r\nX-A: caf\u{E9}\r\nContent-Length: 0\r\n\r\n"]).forwarded == ["x-a: caf\u{E9}", "content-length: 0"])
+        #expect(run(["HTTP/1.1 200 OK\r\nX-\u{E9}: a\r\n\r\n"]).error == .malformedField)
+        // Names are lower-cased; every token byte is kept.
+        #expect(run(["HTTP/1.1 200 OK\r\nX-!#$%&'*+.^_`|~09AZ: v\r\nContent-Length: 0\r\n\r\n"]).forwarded == ["x-!#$%&'*+.^_`|~09az: v", "content-length: 0"])
+    }
+
+    /// The word-at-a-time value scan stops where a byte-at-a-time one does:
+    /// every byte value at every position of runs that cross word
+    /// boundaries, after tabs and bytes above 0x7F, from several offsets.
+    @Test func theValueScanStopsWhereAByteScanStops() {
+        func naive(_ a: [UInt8], _ start: Int) -> Int {
+            var i = start
+            while i < a.count, !(a[i] < 0x20 || a[i] == 0x7F) || a[i] == 0x09 { i += 1 }
+            return i
+        }
+        let fillers: [[UInt8]] = [Array("abcdefgh".utf8), [0x09, 0x20, 0x80, 0xFF, 0x7E, 0x21, 0x09, 0xA0]]
+        for filler in fillers {
+            for length in 0...19 {
+                let run = (0..<length).map { filler[$0 % filler.count] }
+                for k in 0...length {
+                    for v in 0...255 {
+                        var a = run
+                        if k < length { a[k] = UInt8(v) } else { a.append(UInt8(v)) }
+                        for start in [0, 1, 3] where start <= a.count {
+                            let got = a.withUnsafeBufferPointer { ASCII.fieldValueRun($0, from: start) }
+                            if got != naive(a, start) {
+                                Issue.record("\(a) from \(start): \(got), expected \(naive(a, start))")
+                                return
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test func interimResponsesAreSkipped() {
         let r = run(["HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"])
         #expect(r.status == 200)
