@@ -152,9 +152,11 @@ enum HeaderRewriter {
         method: String, target: String, client: HTTPHeaders, authority: String?, route: RouteConfig,
         snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
         extra: [(name: String, value: String)], bodyFraming: RequestBodyFraming, fallbackHost: String? = nil,
-        upstreamScheme: String, trailers: Bool
+        upstreamScheme: String, trailers: Bool, clientFieldsChecked: Bool = false, forwarding: ForwardingCache? = nil
     ) -> UpstreamH2Head? {
-        var head = UpstreamH2Head(method: method, target: target, scheme: upstreamScheme, trailers: trailers)
+        var head = UpstreamH2Head(
+            method: method, target: target, scheme: upstreamScheme, trailers: trailers,
+            clientFieldsChecked: clientFieldsChecked, forwarding: forwarding)
         writeUpstreamRequestHeaders(
             into: &head, client: client, authority: authority, route: route, snapshot: snapshot,
             requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
@@ -277,6 +279,13 @@ final class ForwardingCache {
     /// Bytes, not a `ByteBuffer`: copied with one reserved write (`writeBuffer` cost ~350 instructions).
     var lines: [UInt8] = []
     var valid = true
+    /// The same three fields for an HTTP/2 upstream (`UpstreamH2Head.addForwarding`):
+    /// lower-case names and values back to back, and where each is.
+    var h2Client = ""
+    var h2Scheme = ""
+    var h2Bytes: [UInt8] = []
+    var h2Fields: [UpstreamH2Head.Span] = []
+    var h2Valid = true
 }
 
 /// For sinks that take whole values (`HTTPHeaders`, the HTTP/2 head): the

@@ -492,7 +492,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                     authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
                     clientAddress: request.clientAddress, scheme: request.scheme, extra: trust, bodyFraming: framing,
                     fallbackHost: fallbackHost, upstreamScheme: upstream?.endpoints.first?.tls == true ? "https" : "http",
-                    trailers: Self.wantsTrailers(request.headers)
+                    trailers: Self.wantsTrailers(request.headers), clientFieldsChecked: request.fieldsChecked,
+                    forwarding: worker.forwarding
                 ).map(UpstreamHead.http2)
             } else {
                 upstreamHead = HeaderRewriter.upstreamRequestHead(

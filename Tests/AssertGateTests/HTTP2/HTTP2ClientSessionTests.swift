@@ -206,6 +206,63 @@ import Testing
         #expect(!badName.isValid)
         #expect(!UpstreamH2Head(method: "G T", target: "/", scheme: "http", trailers: false).isValid)
     }
+
+    private static let snapshot = GatewaySnapshot(config: GatewayConfig(listeners: [], apps: [], upstreams: [:], routes: []))
+    private static let route = RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "u", mode: .passthrough)
+
+    private static func rewritten(
+        _ client: HTTPHeaders, address: String = "10.1.2.3", scheme: String = "https", checked: Bool = false,
+        forwarding: ForwardingCache? = nil
+    ) -> UpstreamH2Head? {
+        HeaderRewriter.upstreamH2Head(
+            method: "GET", target: "/a", client: client, authority: nil, route: route, snapshot: snapshot,
+            requestId: "rid", clientAddress: address, scheme: scheme, extra: [("X-AssertGate-Trust", "none")],
+            bodyFraming: .none, upstreamScheme: "http", trailers: false, clientFieldsChecked: checked,
+            forwarding: forwarding)
+    }
+
+    /// An HTTP/2 client's fields (checked by nghttp2, names lower case) are
+    /// copied without a second pass and give the head a rechecking copy gives;
+    /// `host` still becomes `:authority` and connection fields still go.
+    @Test func checkedClientFieldsGiveTheSameHead() throws {
+        let client = HTTPHeaders([
+            ("accept", "*/*"), ("host", "api.example"), ("user-agent", "a client with a long name/1.0"),
+            ("connection", "x"), ("x-empty", ""),
+        ])
+        let checked = try #require(Self.rewritten(client, checked: true))
+        let plain = try #require(Self.rewritten(client))
+        #expect(checked.fields.map(\.0) == plain.fields.map(\.0))
+        #expect(checked.fields.map(\.1) == plain.fields.map(\.1))
+        #expect(checked.fields.contains { $0 == (":authority", "api.example") })
+        #expect(!checked.fields.contains { $0.0 == "connection" || $0.0 == "host" })
+    }
+
+    /// The forwarding fields come from the worker's cache while the address
+    /// and scheme stay, are rendered again when either changes, equal an
+    /// uncached head's, and an address that cannot be sent is refused every time.
+    @Test func forwardingFieldsAreCachedPerAddressAndScheme() throws {
+        let cache = ForwardingCache()
+        let client = HTTPHeaders([("accept", "*/*")])
+        for (address, scheme) in [
+            ("10.1.2.3", "https"), ("10.1.2.3", "https"), ("10.9.9.9", "https"), ("10.9.9.9", "http"),
+            ("2001:db8::1", "http"), ("10.1.2.3", "https"),
+        ] {
+            let cached = try #require(Self.rewritten(client, address: address, scheme: scheme, checked: true, forwarding: cache))
+            let plain = try #require(Self.rewritten(client, address: address, scheme: scheme))
+            #expect(cached.fields.map(\.0) == plain.fields.map(\.0))
+            #expect(cached.fields.map(\.1) == plain.fields.map(\.1))
+            #expect(cache.h2Client == address && cache.h2Scheme == scheme)
+            #expect(cached.fields.contains { $0 == ("x-forwarded-for", address) })
+            #expect(cached.fields.contains { $0 == ("x-forwarded-proto", scheme) })
+        }
+        // A client that sent its own list is rendered as before, not from the cache.
+        let listed = try #require(
+            Self.rewritten(HTTPHeaders([("x-forwarded-for", "1.1.1.1")]), checked: true, forwarding: cache))
+        #expect(listed.fields.contains { $0 == ("x-forwarded-for", "1.1.1.1, 10.1.2.3") })
+        #expect(Self.rewritten(client, address: "10.0.0.1\r\nx: y", forwarding: cache) == nil)
+        #expect(Self.rewritten(client, address: "10.0.0.1\r\nx: y", forwarding: cache) == nil)
+        #expect(Self.rewritten(client, address: "10.1.2.3", forwarding: cache) != nil)
+    }
 }
 
 @Suite struct GRPCTimeoutTests {

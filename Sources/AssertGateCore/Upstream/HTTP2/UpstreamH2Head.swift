@@ -5,7 +5,9 @@
 /// `:authority`, the fields HTTP/2 forbids (RFC 9113 §8.2.2) left out, and
 /// `te: trailers` added when the client asked for trailers (gRPC servers
 /// require it). Every byte is checked as it is copied, as
-/// `UpstreamHeadWriter` does for HTTP/1.1: a violation marks the head invalid.
+/// `UpstreamHeadWriter` does for HTTP/1.1: a violation marks the head invalid
+/// (an HTTP/2 client's fields, which nghttp2 has checked, are copied as they
+/// are: `ProxyRequest.fieldsChecked`).
 struct UpstreamH2Head: UpstreamValueSink {
     typealias Span = (nameStart: Int, nameLength: Int, valueStart: Int, valueLength: Int)
 
@@ -19,12 +21,20 @@ struct UpstreamH2Head: UpstreamValueSink {
     private(set) var regular: [Span] = []
     private(set) var isValid = true
     private let trailers: Bool
+    private let clientFieldsChecked: Bool
+    private let forwarding: ForwardingCache?
 
-    /// `scheme`: `http` for h2c, `https` for h2. `trailers`: the client sent `TE: trailers`.
-    init(method m: String, target: String, scheme s: String, trailers: Bool) {
+    /// `scheme`: `http` for h2c, `https` for h2. `trailers`: the client sent
+    /// `TE: trailers`. `clientFieldsChecked`, `forwarding`: as `UpstreamHeadWriter`'s.
+    init(
+        method m: String, target: String, scheme s: String, trailers: Bool, clientFieldsChecked: Bool = false,
+        forwarding: ForwardingCache? = nil
+    ) {
         bytes.reserveCapacity(512)
         regular.reserveCapacity(16)
         self.trailers = trailers
+        self.clientFieldsChecked = clientFieldsChecked
+        self.forwarding = forwarding
         method = (0, 0, 0, 0)
         scheme = (0, 0, 0, 0)
         path = (0, 0, 0, 0)
@@ -61,6 +71,57 @@ struct UpstreamH2Head: UpstreamValueSink {
         }
         if Self.isConnectionSpecific(name, length: n) { return }
         regular.append(appendField(name, value))
+    }
+
+    /// nghttp2 has checked an HTTP/2 client's field and its name is lower
+    /// case (RFC 9113 §8.2.1, HTTP messaging on in `HTTP2Session`): one copy.
+    mutating func addClientField(name: String, value: String) {
+        guard clientFieldsChecked else { return add(name: name, value: value) }
+        let n = name.utf8.count
+        if (n == 4 && ASCII.equalsCI(name, "host")) || Self.isConnectionSpecific(name, length: n) {
+            return add(name: name, value: value)
+        }
+        var name = name
+        var value = value
+        let ns = bytes.count
+        name.withUTF8 { bytes.append(contentsOf: $0) }
+        let vs = bytes.count
+        value.withUTF8 { bytes.append(contentsOf: $0) }
+        if vs == ns { isValid = false }
+        regular.append((ns, vs - ns, vs, bytes.count - vs))
+    }
+
+    /// The three forwarding fields of a client that sent none, rendered once
+    /// per client address and scheme (the worker's cache) and copied.
+    mutating func addForwarding(xff: String?, forwarded: String?, client: String, scheme: String) {
+        guard xff == nil, forwarded == nil, let cache = forwarding else {
+            return addForwardingLines(xff: xff, forwarded: forwarded, client: client, scheme: scheme)
+        }
+        if cache.h2Client != client || cache.h2Scheme != scheme || cache.h2Fields.isEmpty {
+            var loose = UpstreamH2Head(fieldsOnly: ())
+            loose.addForwardingLines(xff: nil, forwarded: nil, client: client, scheme: scheme)
+            cache.h2Client = client
+            cache.h2Scheme = scheme
+            cache.h2Bytes = loose.bytes
+            cache.h2Fields = loose.regular
+            cache.h2Valid = loose.isValid
+        }
+        if !cache.h2Valid { isValid = false }
+        let base = bytes.count
+        bytes.append(contentsOf: cache.h2Bytes)
+        for f in cache.h2Fields {
+            regular.append((f.nameStart + base, f.nameLength, f.valueStart + base, f.valueLength))
+        }
+    }
+
+    /// Fields alone (the forwarding cache's rendering).
+    private init(fieldsOnly: Void) {
+        trailers = false
+        clientFieldsChecked = false
+        forwarding = nil
+        method = (0, 0, 0, 0)
+        scheme = (0, 0, 0, 0)
+        path = (0, 0, 0, 0)
     }
 
     /// Ends the head: `te: trailers` when the client asked for trailers.
@@ -103,10 +164,11 @@ struct UpstreamH2Head: UpstreamValueSink {
         let ns = bytes.count
         name.withUTF8Buffer { bytes.append(contentsOf: $0) }
         let vs = bytes.count
-        for b in value.utf8 {
-            if b < 0x20 ? b != 0x09 : b == 0x7F { isValid = false }
-            bytes.append(b)
-        }
+        var value = value
+        // One bulk copy, then the check over the copy (not a checked append per byte).
+        value.withUTF8 { bytes.append(contentsOf: $0) }
+        let ok = bytes.withUnsafeBufferPointer { UpstreamHeadWriter.isFieldValue(UnsafeBufferPointer(rebasing: $0[vs...])) }
+        if !ok { isValid = false }
         return (ns, vs - ns, vs, bytes.count - vs)
     }
 
