@@ -13,10 +13,10 @@ import NIOHTTP1
 /// call made outside them.
 ///
 /// Lifetimes: `user_data` is this object, unretained — it deletes the session
-/// in `deinit`, so it outlives every callback. A stream's data source is kept
-/// here until nghttp2 closes the stream (the provider names the stream, not
-/// the source). Memory lent to nghttp2 (fed bytes, header lists) is valid only
-/// inside the call that lends it.
+/// in `deinit`, so it outlives every callback. A stream's state (and its data
+/// source) is kept here in a slot until nghttp2 closes the stream; nghttp2
+/// holds only the slot's number (see `slots`). Memory lent to nghttp2 (fed
+/// bytes, header lists) is valid only inside the call that lends it.
 ///
 /// Both sides are this one object: `server` for the front end (requests in,
 /// `submitResponse`), `client` for `h2c://`/`h2://` upstreams (`submitRequest`,
@@ -97,6 +97,8 @@ final class HTTP2Session {
 
     /// What the session keeps per open stream (from its head until nghttp2 closes it).
     private struct StreamState {
+        /// The stream's id; 0 while the slot is free.
+        var id: Int32 = 0
         /// Header list bytes so far (head, then trailers).
         var headerListBytes = 0
         /// The head passed the limit: its trailers are dropped too.
@@ -109,12 +111,25 @@ final class HTTP2Session {
         /// Trailers to send once the source's last byte is out (`setTrailers`).
         var trailers: HTTPHeaders?
     }
-    private var streams: [Int32: StreamState] = [:]
+    /// Open streams' states, found without hashing in Swift: nghttp2 keeps
+    /// each stream's slot number as its stream_user_data (and a data
+    /// provider's `source.ptr`), a number rather than an address, so nothing
+    /// is retained behind Swift's back and a stale one can only name a slot
+    /// whose id no longer matches (checked on every lookup). A slot is freed
+    /// exactly once, when nghttp2 closes its stream; the streams still open
+    /// when the session goes are freed with the array.
+    private var slots: [StreamState] = []
+    private var freeSlots: [Int] = []
+    /// Streams whose head has begun (a server's) or that were submitted (a
+    /// client's) and that nghttp2 has not closed.
+    private(set) var openStreams = 0
 
     /// The header block (HEADERS + CONTINUATIONs) arriving now: at most one,
     /// as a block's frames may not interleave with others.
     private struct HeaderBlock {
         var streamId: Int32 = 0  // 0: none
+        /// The stream's slot, -1 if it has none (checked against `streamId` before use).
+        var slot = -1
         /// A head (else trailers).
         var isHead = false
         var head = HTTP2HeaderBlock()
@@ -222,8 +237,7 @@ final class HTTP2Session {
     var wantsRead: Bool { nghttp2_session_want_read(raw) != 0 }
     var wantsWrite: Bool { nghttp2_session_want_write(raw) != 0 }
     /// Streams whose head has begun and that nghttp2 has not closed.
-    var hasOpenStreams: Bool { !streams.isEmpty }
-    var openStreams: Int { streams.count }
+    var hasOpenStreams: Bool { openStreams > 0 }
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (before its SETTINGS: the
     /// assumed `settings.maxConcurrentStreams`).
     var remoteMaxConcurrentStreams: Int {
@@ -361,10 +375,12 @@ final class HTTP2Session {
     /// nghttp2 copies the list and the provider before it returns.
     private func submit(_ streamId: Int32, _ nva: [nghttp2_nv], body: (any HTTP2DataSource)?) -> Int32 {
         guard let body else { return nghttp2_submit_response(raw, streamId, nva, nva.count, nil) }
-        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readCallback)
+        // A stream nghttp2 already closed has no slot and keeps no source: nothing will read it.
+        let slot = slot(of: streamId)
+        var provider = nghttp2_data_provider(
+            source: nghttp2_data_source(ptr: slot.flatMap(Self.token)), read_callback: Self.readCallback)
         let rv = nghttp2_submit_response(raw, streamId, nva, nva.count, &provider)
-        // A stream nghttp2 already closed keeps no source: nothing will read it.
-        if rv == 0 { streams[streamId]?.source = body }
+        if rv == 0, let slot { slots[slot].source = body }
         return rv
     }
 
@@ -372,6 +388,10 @@ final class HTTP2Session {
     /// No `body`: the HEADERS end the stream. Returns the stream's id.
     func submitRequest(_ head: UpstreamH2Head, body: (any HTTP2DataSource)?) throws(HTTP2SessionError) -> Int32 {
         assertOutsideCallbacks()
+        // nghttp2 opens the stream only when its HEADERS go out, so the slot is
+        // handed over with the request (its id is known once submit returns).
+        let slot = allocSlot(0)
+        let token = Self.token(slot)
         let id = withNVScratch { _, _, nva -> Int32 in
             head.bytes.withUnsafeBufferPointer { buf -> Int32 in
                 guard let b = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
@@ -383,31 +403,33 @@ final class HTTP2Session {
                             valuelen: s.valueLength, flags: 0))
                 }
                 // nghttp2 copies the list (and the provider) before it returns.
-                guard body != nil else { return nghttp2_submit_request(raw, nil, nva, nva.count, nil, nil) }
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readCallback)
-                return nghttp2_submit_request(raw, nil, nva, nva.count, &provider, nil)
+                guard body != nil else { return nghttp2_submit_request(raw, nil, nva, nva.count, nil, token) }
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: token), read_callback: Self.readCallback)
+                return nghttp2_submit_request(raw, nil, nva, nva.count, &provider, token)
             }
         }
-        guard id > 0 else { throw HTTP2SessionError(code: id) }
-        var state = StreamState()
-        state.source = body
-        streams[id] = state
+        guard id > 0 else {
+            freeSlot(slot)
+            throw HTTP2SessionError(code: id)
+        }
+        slots[slot].id = id
+        slots[slot].source = body
         return id
     }
 
     /// Trailers for `streamId`, sent after its source's last byte (the source
     /// must not have ended yet; the owner resumes it to deliver the end).
     func setTrailers(_ streamId: Int32, _ fields: HTTPHeaders) {
-        guard streams[streamId] != nil, !fields.isEmpty else { return }
-        streams[streamId]?.trailers = fields
+        guard !fields.isEmpty, let slot = slot(of: streamId) else { return }
+        slots[slot].trailers = fields
     }
 
     private func submitDueTrailers() {
         let due = trailersDue
         trailersDue.removeAll(keepingCapacity: true)
         for id in due {
-            guard let fields = streams[id]?.trailers else { continue }
-            streams[id]?.trailers = nil
+            guard let slot = slot(of: id), let fields = slots[slot].trailers else { continue }
+            slots[slot].trailers = nil
             _ = withNVScratch { bytes, spans, nva -> Int32 in
                 for (name, value) in fields {
                     Self.appendNV(name, value, flags: 0, bytes: &bytes, spans: &spans)
@@ -431,8 +453,8 @@ final class HTTP2Session {
     /// nghttp2 was waiting for it, so there is output to drain.
     func resume(_ streamId: Int32) -> Bool {
         assertOutsideCallbacks()
-        guard streams[streamId]?.deferred == true else { return false }
-        streams[streamId]?.deferred = false
+        guard let slot = slot(of: streamId), slots[slot].deferred else { return false }
+        slots[slot].deferred = false
         _ = nghttp2_session_resume_data(raw, streamId)
         return true
     }
@@ -482,6 +504,52 @@ final class HTTP2Session {
     @inline(__always)
     private func assertOutsideCallbacks() {
         assert(!insideNghttp2, "nghttp2 re-entered from a callback")
+    }
+
+    // MARK: stream slots
+
+    /// A slot's number as nghttp2 keeps it (never nil: numbers start at 1).
+    private static func token(_ slot: Int) -> UnsafeMutableRawPointer? {
+        UnsafeMutableRawPointer(bitPattern: slot &+ 1)
+    }
+
+    /// The slot `token` names, if it still holds stream `id`.
+    @inline(__always)
+    private func slot(_ token: UnsafeMutableRawPointer?, _ id: Int32) -> Int? {
+        guard let token else { return nil }
+        return live(Int(bitPattern: token) &- 1, id)
+    }
+
+    @inline(__always)
+    private func live(_ slot: Int, _ id: Int32) -> Int? {
+        slot >= 0 && slot < slots.count && slots[slot].id == id && id != 0 ? slot : nil
+    }
+
+    /// The open stream's slot (nghttp2 finds the stream; closed streams have none).
+    private func slot(of id: Int32) -> Int? {
+        if let slot = slot(nghttp2_session_get_stream_user_data(raw, id), id) { return slot }
+        // A client's request is a stream to nghttp2 only once its HEADERS are
+        // out; until then (trailers set, a body resumed right after submit)
+        // its slot is found by its id. Rare, and over at most the open streams.
+        guard isClient, id > 0 else { return nil }
+        return slots.firstIndex { $0.id == id }
+    }
+
+    private func allocSlot(_ id: Int32) -> Int {
+        openStreams += 1
+        if let slot = freeSlots.popLast() {
+            slots[slot] = StreamState(id: id)
+            return slot
+        }
+        slots.append(StreamState(id: id))
+        return slots.count - 1
+    }
+
+    /// Lets go of the stream's source and trailers; the slot serves the next stream.
+    private func freeSlot(_ slot: Int) {
+        slots[slot] = StreamState()
+        freeSlots.append(slot)
+        openStreams -= 1
     }
 
     // MARK: header lists
@@ -554,16 +622,33 @@ final class HTTP2Session {
         let id = frame.pointee.hd.stream_id
         let cat = frame.pointee.headers.cat
         let isHead: Bool
+        let slot: Int?
         if isClient {
+            slot = self.slot(of: id)
             // A final head after a 1xx arrives as HCAT_HEADERS: a head until one was final.
-            isHead = cat == headCategory || (cat == NGHTTP2_HCAT_HEADERS && streams[id]?.finalHeadSeen == false)
+            isHead = cat == headCategory || (cat == NGHTTP2_HCAT_HEADERS && slot.map { !slots[$0].finalHeadSeen } == true)
+        } else if cat == headCategory {
+            // A request opens the stream's slot. Setting stream_user_data from
+            // this callback is what nghttp2 documents it for (it calls no callback).
+            isHead = true
+            let s = allocSlot(id)
+            if nghttp2_session_set_stream_user_data(raw, id, Self.token(s)) != 0 {
+                freeSlot(s)  // cannot happen (nghttp2 just opened the stream); nothing would free it
+                slot = nil
+            } else {
+                slot = s
+            }
         } else {
-            isHead = cat == headCategory
-            if isHead { streams[id] = StreamState() }
+            isHead = false
+            slot = self.slot(of: id)
         }
-        let stream = streams[id]
-        block = HeaderBlock(
-            streamId: id, isHead: isHead, listBytes: stream?.headerListBytes ?? 0, overLimit: stream?.headTooLarge ?? false)
+        if let slot {
+            block = HeaderBlock(
+                streamId: id, slot: slot, isHead: isHead, listBytes: slots[slot].headerListBytes,
+                overLimit: slots[slot].headTooLarge)
+        } else {
+            block = HeaderBlock(streamId: id, isHead: isHead)
+        }
         // Heads and trailers alike: the owner may want the block complete in time.
         events.append(.headerBlockStarted(id))
         return 0
@@ -630,22 +715,23 @@ final class HTTP2Session {
                 // Joined here, while the fields have one owner: appended in place.
                 block.head.fields.add(name: "cookie", value: block.cookies.joined(separator: "; "))
             }
-            let ended = id == block.streamId ? block : nil
-            if ended != nil { endBlock() }
-            guard streams[id] != nil else { return 0 }
+            // Moved out of `block`, not copied: the head's fields have one owner.
+            let ended = id == block.streamId ? endBlock() : nil
+            let slot = if let ended { live(ended.slot, id) } else { self.slot(of: id) }
+            guard let slot else { return 0 }
             if let ended, ended.isHead {
                 if isClient {
                     let response = ended.response ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
                     // Informational: the final head follows.
                     if (100..<200).contains(response.status) { return 0 }
-                    streams[id]?.finalHeadSeen = true
+                    slots[slot].finalHeadSeen = true
                     if ended.overLimit {
                         events.append(.headTooLarge(id, ended.head))
                     } else {
                         events.append(.response(id, response, endStream: endStream))
                     }
                 } else if ended.overLimit {
-                    streams[id]?.headTooLarge = true
+                    slots[slot].headTooLarge = true
                     events.append(.headTooLarge(id, ended.head))
                 } else {
                     events.append(.head(id, ended.head, endStream: endStream))
@@ -708,11 +794,13 @@ final class HTTP2Session {
 
     /// The block in progress is complete (or its stream is gone): its size
     /// stays with the stream, for the trailers' share of the limit.
-    private func endBlock() {
-        let id = block.streamId
-        streams[id]?.headerListBytes = block.listBytes
-        block = HeaderBlock()
-        events.append(.headerBlockEnded(id))
+    @discardableResult
+    private func endBlock() -> HeaderBlock {
+        var ended = HeaderBlock()
+        swap(&ended, &block)
+        if let slot = live(ended.slot, ended.streamId) { slots[slot].headerListBytes = ended.listBytes }
+        events.append(.headerBlockEnded(ended.streamId))
+        return ended
     }
 
     fileprivate func cbDataChunk(_ streamId: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
@@ -733,24 +821,28 @@ final class HTTP2Session {
     fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
         // A block nghttp2 refused (bad field, too large) ends with its stream.
         if streamId == block.streamId { endBlock() }
-        streams.removeValue(forKey: streamId)
+        // stream_user_data is still readable here (nghttp2 documents it so).
+        if let slot = slot(of: streamId) { freeSlot(slot) }
         events.append(.closed(streamId, errorCode: errorCode))
         return 0
     }
 
     fileprivate func cbRead(
-        _ streamId: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ flags: UnsafeMutablePointer<UInt32>
+        _ streamId: Int32, _ token: UnsafeMutableRawPointer?, _ buffer: UnsafeMutableRawBufferPointer,
+        _ flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
-        // Never missing: nghttp2 reads only open streams, whose source is kept until they close.
-        guard let source = streams[streamId]?.source else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        // Never missing: nghttp2 reads only open streams, whose slot (and source) is kept until they close.
+        guard let slot = slot(token, streamId), let source = slots[slot].source else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
         switch source.readData(into: buffer) {
         case .deferred:
-            streams[streamId]?.deferred = true
+            slots[slot].deferred = true
             return Int(NGHTTP2_ERR_DEFERRED.rawValue)
         case .bytes(let n, let end, let drained):
             if end {
                 flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-                if streams[streamId]?.trailers != nil {
+                if slots[slot].trailers != nil {
                     // END_STREAM goes on the trailers, submitted once mem_send returns.
                     flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
                     trailersDue.append(streamId)
@@ -761,11 +853,11 @@ final class HTTP2Session {
         }
     }
 
-    fileprivate static let readCallback: nghttp2_data_source_read_callback = { _, streamId, buf, length, flags, _, userData in
+    fileprivate static let readCallback: nghttp2_data_source_read_callback = { _, streamId, buf, length, flags, source, userData in
         guard let session = h2Session(userData), let buf, let flags else {
             return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
         }
-        return session.cbRead(streamId, UnsafeMutableRawBufferPointer(start: buf, count: length), flags)
+        return session.cbRead(streamId, source?.pointee.ptr, UnsafeMutableRawBufferPointer(start: buf, count: length), flags)
     }
 
     private static func installCallbacks(_ cbs: OpaquePointer) {

@@ -467,4 +467,69 @@ final class QueuedSource: HTTP2DataSource {
         }
         #expect(released == nil)
     }
+
+    // MARK: stream state lifetime
+
+    @Test func everyStreamsStateIsFreedOnceWhetherItEndsIsResetOrIsRefused() throws {
+        let session = try makeSession { $0.maxConcurrentStreams = 8 }
+        let client = TestH2Client()
+        var released: [() -> Bool] = []
+        var closed: [Int32: Int] = [:]
+        for round in 0..<20 {
+            // Ten per round, two over the limit (refused by nghttp2): some
+            // answered with a body, some without, some reset by the client, some by us.
+            var ids: [Int32] = []
+            for i in 0..<10 { ids.append(client.request("GET", "/r\(round)-\(i)")) }
+            for id in ids where Int(id) % 7 == 3 { client.reset(id) }
+            try exchange(session, client) { e in
+                switch e {
+                case .head(let id, _, _):
+                    switch Int(id) % 5 {
+                    case 0: session.reset(id, errorCode: NGHTTP2_CANCEL.rawValue)
+                    case 1: try session.submitResponse(id, status: 204, headers: [:], body: nil)
+                    default:
+                        weak var source: QueuedSource?
+                        let s = QueuedSource(Array("body".utf8), ended: true)
+                        source = s
+                        released.append { source == nil }
+                        try session.submitResponse(id, status: 200, headers: [:], body: s)
+                    }
+                case .closed(let id, _):
+                    closed[id, default: 0] += 1
+                default: break
+                }
+            }
+            #expect(session.openStreams == 0, "round \(round)")
+            #expect(!session.hasOpenStreams)
+        }
+        #expect(closed.values.allSatisfy { $0 == 1 }, "one close per stream")
+        #expect(released.allSatisfy { $0() }, "every source let go at its stream's close")
+    }
+
+    @Test func aResponseForAStreamAlreadyClosedKeepsNoSourceAndNeverReachesTheStreamAfterIt() throws {
+        let session = try makeSession()
+        let client = TestH2Client()
+        let first = client.request("GET", "/a")
+        try exchange(session, client) { e in
+            if case .head(first, _, _) = e { try session.submitResponse(first, status: 204, headers: [:], body: nil) }
+        }
+        #expect(session.openStreams == 0)
+        // The next stream takes the first one's slot.
+        let second = client.request("GET", "/b")
+        try exchange(session, client)
+        #expect(session.openStreams == 1)
+        weak var released: QueuedSource?
+        do {
+            let late = QueuedSource(Array("late".utf8), ended: true)
+            released = late
+            // nghttp2 takes it (it checks the stream only when sending) but nothing will read it.
+            try? session.submitResponse(first, status: 200, headers: [:], body: late)
+        }
+        #expect(released == nil, "no slot holds a closed stream's source")
+        let answer = QueuedSource(Array("second".utf8), ended: true)
+        try session.submitResponse(second, status: 200, headers: [:], body: answer)
+        try exchange(session, client)
+        #expect(client.responses[second]?.bodyString == "second")
+        #expect(session.openStreams == 0)
+    }
 }
