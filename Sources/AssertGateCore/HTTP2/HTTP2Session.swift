@@ -329,43 +329,83 @@ final class HTTP2Session {
             return bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
                 guard let base = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
                 for s in spans { nva.append(s.nv(base)) }
-                return submit(streamId, nva, body: body)
+                return submit(streamId, nva, nva.count, body: body)
             }
         }
         if rv != 0 { throw HTTP2SessionError(code: rv) }
     }
 
     /// An upstream's head: the header list points straight into the parsed
-    /// head's bytes (names already lower-cased, hop-by-hop fields marked), so
-    /// no field is copied before nghttp2 copies it into its own frame.
-    /// `requestId` replaces the upstream's X-Request-Id.
+    /// head's bytes (names already lower-cased, hop-by-hop fields marked), the
+    /// request id's own bytes and static names, so no field is copied before
+    /// nghttp2 copies it into its own frame. `requestId` replaces the
+    /// upstream's X-Request-Id.
     func submitUpstreamResponse(
         _ streamId: Int32, head: UpstreamResponseHead, requestId: String, body: (any HTTP2DataSource)?
     ) throws(HTTP2SessionError) {
         assertOutsideCallbacks()
-        let rv = withNVScratch { scratch, spans, nva -> Int32 in
-            Self.appendNV(":status", String(head.status), flags: 0, bytes: &scratch, spans: &spans)
-            Self.appendNV("x-request-id", requestId, flags: Self.neverIndexed, bytes: &scratch, spans: &spans)
-            return scratch.withUnsafeMutableBufferPointer { local -> Int32 in
+        var id = requestId  // `withUTF8` may make a bridged string contiguous: a copy to do it on
+        let rv = Self.withStatusBytes(head.status) { status -> Int32 in
+            id.withUTF8 { idBytes -> Int32 in
                 head.bytes.withUnsafeBufferPointer { upstream -> Int32 in
-                    guard let lb = local.baseAddress, let ub = upstream.baseAddress else {
-                        return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue
+                    // The list on the stack (nghttp2 copies it before it returns).
+                    withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: head.fields.count + 2) { nva -> Int32 in
+                        guard let nvBase = nva.baseAddress, let sb = status.baseAddress else {
+                            return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue
+                        }
+                        // :status first (pseudo-headers precede fields), then the upstream's, then the id.
+                        nvBase.initialize(
+                            to: nghttp2_nv(
+                                name: Self.nameBytes(Self.statusName), value: UnsafeMutablePointer(mutating: sb),
+                                namelen: Self.statusName.utf8CodeUnitCount, valuelen: status.count, flags: 0))
+                        var n = 1
+                        if let ub = upstream.baseAddress {
+                            let upstreamBase = UnsafeMutablePointer(mutating: ub)
+                            for f in head.fields where f.forward {
+                                (nvBase + n).initialize(
+                                    to: nghttp2_nv(
+                                        name: upstreamBase + f.nameStart, value: upstreamBase + f.valueStart,
+                                        namelen: f.nameLength, valuelen: f.valueLength, flags: 0))
+                                n += 1
+                            }
+                        }
+                        // An empty id has no base address: nghttp2 reads no byte of a zero-length value.
+                        let idValue = idBytes.baseAddress.map { UnsafeMutablePointer(mutating: $0) } ?? Self.nameBytes(Self.statusName)
+                        (nvBase + n).initialize(
+                            to: nghttp2_nv(
+                                name: Self.nameBytes(Self.requestIdName), value: idValue,
+                                namelen: Self.requestIdName.utf8CodeUnitCount, valuelen: idBytes.count, flags: Self.neverIndexed))
+                        n += 1
+                        return submit(streamId, nvBase, n, body: body)
                     }
-                    let upstreamBase = UnsafeMutablePointer(mutating: ub)
-                    // :status first (pseudo-headers precede fields), then the upstream's, then the id.
-                    nva.append(spans[0].nv(lb))
-                    for f in head.fields where f.forward {
-                        nva.append(
-                            nghttp2_nv(
-                                name: upstreamBase + f.nameStart, value: upstreamBase + f.valueStart,
-                                namelen: f.nameLength, valuelen: f.valueLength, flags: 0))
-                    }
-                    nva.append(spans[1].nv(lb))
-                    return submit(streamId, nva, body: body)
                 }
             }
         }
         if rv != 0 { throw HTTP2SessionError(code: rv) }
+    }
+
+    private static let statusName: StaticString = ":status"
+    private static let requestIdName: StaticString = "x-request-id"
+
+    /// A literal's bytes for a header list: they live as long as the program,
+    /// and nghttp2 only reads (and copies) what the list points at.
+    @inline(__always)
+    private static func nameBytes(_ name: StaticString) -> UnsafeMutablePointer<UInt8> {
+        UnsafeMutablePointer(mutating: name.utf8Start)
+    }
+
+    /// `status` as the decimal digits of `:status`, without a `String` for
+    /// the three-digit codes every response has.
+    private static func withStatusBytes<R>(_ status: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        guard (100...999).contains(status) else {
+            var text = String(status)
+            return text.withUTF8(body)
+        }
+        let zero = UInt8(ascii: "0")
+        var digits = (zero &+ UInt8(status / 100), zero &+ UInt8(status / 10 % 10), zero &+ UInt8(status % 10))
+        return withUnsafeBytes(of: &digits) { raw in
+            body(UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: 3))
+        }
     }
 
     /// A fresh request id per response would only churn the HPACK dynamic
@@ -373,13 +413,15 @@ final class HTTP2Session {
     private static let neverIndexed = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
 
     /// nghttp2 copies the list and the provider before it returns.
-    private func submit(_ streamId: Int32, _ nva: [nghttp2_nv], body: (any HTTP2DataSource)?) -> Int32 {
-        guard let body else { return nghttp2_submit_response(raw, streamId, nva, nva.count, nil) }
+    private func submit(
+        _ streamId: Int32, _ nva: UnsafePointer<nghttp2_nv>, _ count: Int, body: (any HTTP2DataSource)?
+    ) -> Int32 {
+        guard let body else { return nghttp2_submit_response(raw, streamId, nva, count, nil) }
         // A stream nghttp2 already closed has no slot and keeps no source: nothing will read it.
         let slot = slot(of: streamId)
         var provider = nghttp2_data_provider(
             source: nghttp2_data_source(ptr: slot.flatMap(Self.token)), read_callback: Self.readCallback)
-        let rv = nghttp2_submit_response(raw, streamId, nva, nva.count, &provider)
+        let rv = nghttp2_submit_response(raw, streamId, nva, count, &provider)
         if rv == 0, let slot { slots[slot].source = body }
         return rv
     }
