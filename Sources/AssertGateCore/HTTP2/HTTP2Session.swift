@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import CNGHTTP2
 import NIOCore
 import NIOHTTP1
@@ -728,23 +733,102 @@ final class HTTP2Session {
             return 0
         }
         if name.first == UInt8(ascii: ":") {
-            let v = String(decoding: value, as: UTF8.self)
-            switch String(decoding: name, as: UTF8.self) {
-            case ":method": block.head.method = v
-            case ":path": block.head.path = v
-            case ":authority": block.head.authority = v
-            default: break  // :scheme is the transport's, :protocol unsupported
-            }
+            // Compared as bytes: no `String` per pseudo-header name.
+            if Self.equals(name, ":path") {
+                block.head.path = String(decoding: value, as: UTF8.self)
+            } else if Self.equals(name, ":method") {
+                block.head.method = Self.knownMethod(value) ?? String(decoding: value, as: UTF8.self)
+            } else if Self.equals(name, ":authority") {
+                block.head.authority = Self.string(value, reusing: &recentValues[Self.authoritySlot])
+            }  // :scheme is the transport's, :protocol unsupported
             return 0
         }
-        let n = String(decoding: name, as: UTF8.self)
-        let v = String(decoding: value, as: UTF8.self)
-        if n == "cookie" {
-            block.cookies.append(v)
+        if Self.equals(name, "cookie") {
+            block.cookies.append(String(decoding: value, as: UTF8.self))
+            return 0
+        }
+        if let known = Self.knownName(name) {
+            // A connection's clients repeat these from request to request: the last
+            // one's string is shared instead of a new one made (and allocated, past 15 bytes).
+            let v =
+                known.repeated >= 0
+                ? Self.string(value, reusing: &recentValues[known.repeated]) : String(decoding: value, as: UTF8.self)
+            block.head.fields.add(name: known.name, value: v)
         } else {
-            block.head.fields.add(name: n, value: v)
+            block.head.fields.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         }
         return 0
+    }
+
+    /// The last value seen of fields a connection's requests tend to repeat
+    /// (see `cbHeader`): `:authority` and the slots `knownName` gives.
+    private var recentValues = ["", "", "", "", ""]
+    private static let authoritySlot = 4
+
+    /// `bytes` as a `String`: `cached` when it has exactly these bytes (a
+    /// retain), else a new one, kept in `cached` for the next request. The
+    /// same string `String(decoding:as:)` would make: a repaired one's bytes
+    /// differ from the raw ones, so it is never matched.
+    private static func string(_ bytes: UnsafeBufferPointer<UInt8>, reusing cached: inout String) -> String {
+        let same = cached.utf8.withContiguousStorageIfAvailable { equals(bytes, $0) } ?? false
+        if !same { cached = String(decoding: bytes, as: UTF8.self) }
+        return cached
+    }
+
+    @inline(__always)
+    private static func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let pa = a.baseAddress, let pb = b.baseAddress else { return true }  // both empty
+        return memcmp(pa, pb, a.count) == 0
+    }
+
+    @inline(__always)
+    private static func equals(_ a: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        equals(a, UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Common request field names as literals (no allocation, no UTF-8
+    /// check, no reference counting; nghttp2 hands names over lower-case),
+    /// with the `recentValues` slot of those whose values repeat (else -1).
+    private static func knownName(_ name: UnsafeBufferPointer<UInt8>) -> (name: String, repeated: Int)? {
+        switch name.count {
+        case 2: if equals(name, "te") { return ("te", -1) }
+        case 6:
+            if equals(name, "accept") { return ("accept", 1) }
+            if equals(name, "origin") { return ("origin", -1) }
+        case 10: if equals(name, "user-agent") { return ("user-agent", 0) }
+        case 12:
+            if equals(name, "content-type") { return ("content-type", -1) }
+            if equals(name, "x-request-id") { return ("x-request-id", -1) }
+        case 13:
+            if equals(name, "authorization") { return ("authorization", -1) }
+            if equals(name, "cache-control") { return ("cache-control", -1) }
+        case 14: if equals(name, "content-length") { return ("content-length", -1) }
+        case 15:
+            if equals(name, "accept-encoding") { return ("accept-encoding", 2) }
+            if equals(name, "accept-language") { return ("accept-language", 3) }
+            if equals(name, "x-forwarded-for") { return ("x-forwarded-for", -1) }
+        default: break
+        }
+        return nil
+    }
+
+    private static func knownMethod(_ value: UnsafeBufferPointer<UInt8>) -> String? {
+        switch value.count {
+        case 3:
+            if equals(value, "GET") { return "GET" }
+            if equals(value, "PUT") { return "PUT" }
+        case 4:
+            if equals(value, "POST") { return "POST" }
+            if equals(value, "HEAD") { return "HEAD" }
+        case 5: if equals(value, "PATCH") { return "PATCH" }
+        case 6: if equals(value, "DELETE") { return "DELETE" }
+        case 7:
+            if equals(value, "OPTIONS") { return "OPTIONS" }
+            if equals(value, "CONNECT") { return "CONNECT" }
+        default: break
+        }
+        return nil
     }
 
     fileprivate func cbFrameRecv(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {

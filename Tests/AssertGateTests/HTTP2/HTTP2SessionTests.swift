@@ -120,6 +120,45 @@ final class QueuedSource: HTTP2DataSource {
         #expect(session.hasOpenStreams)
     }
 
+    @Test func repeatedFieldsAndKnownNamesDecodeAsBeforeRequestAfterRequest() throws {
+        let session = try makeSession()
+        func raw(_ name: String, _ value: [UInt8]) -> [UInt8] {
+            [0x00, UInt8(name.utf8.count)] + Array(name.utf8) + [UInt8(value.count)] + value
+        }
+        let longAgent = "agent/1.0 (a value long enough for the heap)"
+        // Per request: method literal, authority, user-agent, an obs-text value, an unknown name.
+        let requests: [(method: String, authority: String, agent: String, language: [UInt8])] = [
+            ("GET", "gw.test", longAgent, [0x65, 0xff]),
+            ("PROPFIND", "gw.test", longAgent, [0x65, 0xff]),
+            ("PATCH", "other.test", "agent/2", Array("en".utf8)),
+            ("GET", "other.test", longAgent, []),
+        ]
+        var input = RawH2Frame.preface + RawH2Frame(.settings).bytes
+        for (i, r) in requests.enumerated() {
+            let block =
+                HPACKBytes.literal(index: 2, r.method) + HPACKBytes.schemeHTTP + HPACKBytes.pathRoot
+                + HPACKBytes.literal(index: 1, r.authority) + raw("user-agent", Array(r.agent.utf8))
+                + raw("accept-language", r.language) + HPACKBytes.literal("x-custom-name", "v\(i)")
+                + HPACKBytes.literal("accept", "*/*")
+            input += RawH2Frame(.headers, flags: RawH2Frame.endHeaders | RawH2Frame.endStream, stream: Int32(2 * i + 1), payload: block).bytes
+        }
+        let heads = try feed(session, input).compactMap { e -> HTTP2HeaderBlock? in
+            if case .head(_, let h, _) = e { return h } else { return nil }
+        }
+        #expect(heads.count == requests.count)
+        for (i, (h, r)) in zip(heads, requests).enumerated() {
+            #expect(h.method == r.method)
+            #expect(h.path == "/")
+            #expect(h.authority == r.authority)
+            #expect(
+                h.fields.map { "\($0.name): \($0.value)" } == [
+                    "user-agent: \(r.agent)", "accept-language: \(String(decoding: r.language, as: UTF8.self))",
+                    "x-custom-name: v\(i)", "accept: */*",
+                ])
+        }
+        #expect(heads[0].fields.first(name: "accept-language") == "e\u{FFFD}", "invalid UTF-8 repaired, as before")
+    }
+
     @Test func theFirstDrainSendsTheSettingsTheConnectionWindowAndTheAck() throws {
         let session = try makeSession { $0.maxConcurrentStreams = 7 }
         _ = try feed(session, RawH2Frame.preface + RawH2Frame(.settings).bytes)
