@@ -123,11 +123,43 @@ final class HTTP2Session {
     /// whose id no longer matches (checked on every lookup). A slot is freed
     /// exactly once, when nghttp2 closes its stream; the streams still open
     /// when the session goes are freed with the array.
-    private var slots: [StreamState] = []
-    private var freeSlots: [Int] = []
+    private var slots = StreamSlots()
     /// Streams whose head has begun (a server's) or that were submitted (a
     /// client's) and that nghttp2 has not closed.
-    private(set) var openStreams = 0
+    var openStreams: Int { slots.open }
+
+    /// The states, the free slots and the count in one property: opening or
+    /// closing a stream is one exclusive access, not three.
+    private struct StreamSlots {
+        var states: [StreamState] = []
+        var free: [Int] = []
+        var open = 0
+
+        var count: Int { states.count }
+
+        subscript(slot: Int) -> StreamState {
+            get { states[slot] }
+            _modify { yield &states[slot] }
+        }
+
+        /// A free slot's state was reset when it was freed: only its id is set.
+        mutating func alloc(_ id: Int32) -> Int {
+            open += 1
+            if let slot = free.popLast() {
+                states[slot].id = id
+                return slot
+            }
+            states.append(StreamState(id: id))
+            return states.count - 1
+        }
+
+        /// Lets go of the stream's source and trailers; the slot serves the next stream.
+        mutating func release(_ slot: Int) {
+            states[slot] = StreamState()
+            free.append(slot)
+            open -= 1
+        }
+    }
 
     /// The header block (HEADERS + CONTINUATIONs) arriving now: at most one,
     /// as a block's frames may not interleave with others.
@@ -242,7 +274,7 @@ final class HTTP2Session {
     var wantsRead: Bool { nghttp2_session_want_read(raw) != 0 }
     var wantsWrite: Bool { nghttp2_session_want_write(raw) != 0 }
     /// Streams whose head has begun and that nghttp2 has not closed.
-    var hasOpenStreams: Bool { openStreams > 0 }
+    var hasOpenStreams: Bool { slots.open > 0 }
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (before its SETTINGS: the
     /// assumed `settings.maxConcurrentStreams`).
     var remoteMaxConcurrentStreams: Int {
@@ -579,25 +611,12 @@ final class HTTP2Session {
         // out; until then (trailers set, a body resumed right after submit)
         // its slot is found by its id. Rare, and over at most the open streams.
         guard isClient, id > 0 else { return nil }
-        return slots.firstIndex { $0.id == id }
+        return slots.states.firstIndex { $0.id == id }
     }
 
-    private func allocSlot(_ id: Int32) -> Int {
-        openStreams += 1
-        if let slot = freeSlots.popLast() {
-            slots[slot] = StreamState(id: id)
-            return slot
-        }
-        slots.append(StreamState(id: id))
-        return slots.count - 1
-    }
+    private func allocSlot(_ id: Int32) -> Int { slots.alloc(id) }
 
-    /// Lets go of the stream's source and trailers; the slot serves the next stream.
-    private func freeSlot(_ slot: Int) {
-        slots[slot] = StreamState()
-        freeSlots.append(slot)
-        openStreams -= 1
-    }
+    private func freeSlot(_ slot: Int) { slots.release(slot) }
 
     // MARK: header lists
 
