@@ -381,8 +381,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             // Its flow-control window stayed shut: reset it, and end its request now
             // (the close event comes only once the RST_STREAM is written).
             worker.observer?.timedOut(.streamWrite)
-            stream.outQueue.removeAll()
-            stream.outBytes = 0
+            stream.dropQueuedOutput()
             resetStream(stream, errorCode: NGHTTP2_CANCEL.rawValue)
             stream.pipeline?.downstreamAborted()
         }
