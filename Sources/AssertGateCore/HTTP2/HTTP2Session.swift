@@ -180,6 +180,13 @@ final class HTTP2Session {
         var overLimit = false
         /// Handed to the owner by `takeUnfinishedHead`.
         var handedOver = false
+
+        /// The head, moved out (an empty one left).
+        mutating func takeHead() -> HTTP2HeaderBlock {
+            var taken = HTTP2HeaderBlock()
+            swap(&taken, &head)
+            return taken
+        }
     }
     private var block = HeaderBlock()
     /// Streams whose source gave its last byte and that have trailers: the
@@ -860,29 +867,37 @@ final class HTTP2Session {
                 // Joined here, while the fields have one owner: appended in place.
                 block.head.fields.add(name: "cookie", value: block.cookies.joined(separator: "; "))
             }
-            // Moved out of `block`, not copied: the head's fields have one owner.
-            let ended = id == block.streamId ? endBlock() : nil
-            let slot = if let ended { live(ended.slot, id) } else { self.slot(of: id) }
-            guard let slot else { return 0 }
-            if let ended, ended.isHead {
+            guard id == block.streamId else {
+                // No block of this stream in progress: only its end, if it is open.
+                if endStream, slot(of: id) != nil { events.append(.end(id)) }
+                return 0
+            }
+            // Moved out of `block`, and its parts out of it into the events: not copied.
+            var ended = endBlock()
+            guard let slot = live(ended.slot, id) else { return 0 }
+            if ended.isHead {
                 if isClient {
-                    let response = ended.response ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
+                    let response = ended.response.take() ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
                     // Informational: the final head follows.
                     if (100..<200).contains(response.status) { return 0 }
                     slots[slot].finalHeadSeen = true
                     if ended.overLimit {
-                        events.append(.headTooLarge(id, ended.head))
+                        events.append(.headTooLarge(id, ended.takeHead()))
                     } else {
                         events.append(.response(id, response, endStream: endStream))
                     }
                 } else if ended.overLimit {
                     slots[slot].headTooLarge = true
-                    events.append(.headTooLarge(id, ended.head))
+                    events.append(.headTooLarge(id, ended.takeHead()))
                 } else {
-                    events.append(.head(id, ended.head, endStream: endStream))
+                    events.append(.head(id, ended.takeHead(), endStream: endStream))
                 }
             } else {
-                if let ended, !ended.trailers.isEmpty { events.append(.trailers(id, ended.trailers)) }
+                if !ended.trailers.isEmpty {
+                    var trailers = HTTPHeaders()
+                    swap(&trailers, &ended.trailers)
+                    events.append(.trailers(id, trailers))
+                }
                 if endStream { events.append(.end(id)) }
             }
         case NGHTTP2_DATA.rawValue:
