@@ -715,12 +715,16 @@ final class HTTP2Session {
             isHead = false
             slot = self.slot(of: id)
         }
+        if block.streamId != 0 {
+            block = HeaderBlock()  // one nghttp2 gave up on (it closes the stream later): dropped, as before
+        }
+        // Set in place: the block left by `endBlock` is a fresh one, with nothing to destroy.
+        block.streamId = id
+        block.isHead = isHead
         if let slot {
-            block = HeaderBlock(
-                streamId: id, slot: slot, isHead: isHead, listBytes: slots[slot].headerListBytes,
-                overLimit: slots[slot].headTooLarge)
-        } else {
-            block = HeaderBlock(streamId: id, isHead: isHead)
+            block.slot = slot
+            block.listBytes = slots[slot].headerListBytes
+            block.overLimit = slots[slot].headTooLarge
         }
         // Heads and trailers alike: the owner may want the block complete in time.
         events.append(.headerBlockStarted(id))
