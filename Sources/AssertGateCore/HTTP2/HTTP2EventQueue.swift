@@ -17,7 +17,7 @@ final class HTTP2EventQueue {
     var isEmpty: Bool { pending.isEmpty }
 
     func process(_ handle: (HTTP2Session.Event) -> Void) {
-        if processing { return }
+        if processing || pending.isEmpty { return }
         processing = true
         defer { processing = false }
         while !pending.isEmpty {

@@ -41,6 +41,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private var inRead = false
     private var flushScheduled = false
     private var selfBound: NIOLoopBound<HTTP2ServerConnection>?
+    /// The channel and its loop, kept from `handlerAdded`: each flush asks
+    /// both, and `context.channel`/`context.eventLoop` go through the pipeline.
+    private var channel: Channel?
+    private var eventLoop: EventLoop?
+    /// The scheduled flush, made once: a task per event-loop pass, not a closure allocated for each.
+    private var flushTask: (@Sendable () -> Void)?
     private var clientAddress: String?
     /// Requests whose pipeline has not finished (reset streams included).
     private(set) var activeRequests = 0
@@ -84,7 +90,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.allocator = context.channel.allocator
-        self.selfBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.selfBound = bound
+        self.channel = context.channel
+        self.eventLoop = context.eventLoop
+        self.flushTask = { bound.value.flushNow() }
         self.clientAddress = context.channel.remoteAddress?.ipAddress
         do {
             session = try HTTP2Session.server(Self.sessionSettings(limits), allocator: allocator)
@@ -102,6 +112,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         session = nil  // frees the nghttp2 session
         self.context = nil
         self.selfBound = nil
+        self.channel = nil
+        self.eventLoop = nil
+        self.flushTask = nil  // it holds this handler
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -192,7 +205,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     // MARK: events (after nghttp2 has returned)
 
     private func processEvents() {
-        events.process { handle($0) }
+        if !events.isEmpty { events.process { handle($0) } }
         if serverResetsExhausted {
             serverResetsExhausted = false
             enhanceYourCalm()
@@ -368,8 +381,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             // Its flow-control window stayed shut: reset it, and end its request now
             // (the close event comes only once the RST_STREAM is written).
             worker.observer?.timedOut(.streamWrite)
-            stream.outQueue.removeAll()
-            stream.outBytes = 0
+            stream.dropQueuedOutput()
             resetStream(stream, errorCode: NGHTTP2_CANCEL.rawValue)
             stream.pipeline?.downstreamAborted()
         }
@@ -403,9 +415,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     private func scheduleFlush() {
         if inRead || flushScheduled { return }
-        guard let context, let selfBound else { return }
+        guard let eventLoop, let flushTask else { return }
         flushScheduled = true
-        context.eventLoop.execute { selfBound.value.flushNow() }
+        eventLoop.execute(flushTask)
     }
 
     /// Drains the session into one buffer and writes it with one flush.
@@ -413,7 +425,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         flushScheduled = false
         // After channelInactive the streams the session reads from are aborted:
         // never run nghttp2 output on a dead connection.
-        guard let context, let session, context.channel.isActive else { return }
+        guard let context, let session, let channel, channel.isActive else { return }
+        // Nothing to act on or send and the session goes on (the flush after a
+        // read that only took frames in): what the rounds below would find.
+        if events.isEmpty, !serverResetsExhausted, !closing, !goingAway, session.wantsRead, !session.wantsWrite { return }
         // Once the socket has taken the last flush's buffer this is its only
         // reference, and the session writes into it without allocating.
         var out = spareOutput.take()
@@ -423,17 +438,18 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         repeat {
             rounds += 1
             processEvents()
-            more = drain(session, into: &out)
+            more = drain(session, channel, into: &out)
         } while !events.isEmpty && rounds < 8
-        processEvents()
+        // Left only when the rounds ran out (a drain records no reset of ours).
+        if !events.isEmpty || serverResetsExhausted { processEvents() }
+        // want_read first: the cheaper question, and it settles the usual case.
         let finished =
             closing
-            || (!session.wantsWrite
-                && (!session.wantsRead || (goingAway && !session.hasOpenStreams && activeRequests == 0)))
+            || ((!session.wantsRead || (goingAway && !session.hasOpenStreams && activeRequests == 0))
+                && !session.wantsWrite)
         if finished {
             reportFailedHeaderBlock(session)
             closing = true
-            let channel = context.channel
             if let out, out.readableBytes > 0 {
                 context.writeAndFlush(wrapOutboundOut(out)).whenComplete { _ in channel.close(promise: nil) }
             } else {
@@ -445,21 +461,21 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             context.writeAndFlush(wrapOutboundOut(written), promise: nil)
         }
         spareOutput = out
-        if more, context.channel.isWritable { scheduleFlush() }
+        if more, channel.isWritable { scheduleFlush() }
     }
 
     /// The last flush's output buffer, for the next one (see `flushNow`).
     private var spareOutput: ByteBuffer?
 
     /// True when output is left because the per-flush cap was reached.
-    private func drain(_ session: HTTP2Session, into out: inout ByteBuffer?) -> Bool {
+    private func drain(_ session: HTTP2Session, _ channel: Channel, into out: inout ByteBuffer?) -> Bool {
         // Nothing queued (the flush after a read that only took frames in, the
         // last round of a drain): no pass through nghttp2's sender.
         guard session.wantsWrite else { return false }
         // A client that stopped reading (but granted a large window) must not make us move
         // every queued byte into the socket's buffer: wait for writability, so the stream
         // queues fill and the upstreams are paused instead.
-        guard let context, context.channel.isWritable else { return true }
+        guard channel.isWritable else { return true }
         do {
             return try session.drain(into: &out, events: &events.pending)
         } catch {

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import CNGHTTP2
 import NIOCore
 import NIOHTTP1
@@ -13,10 +18,10 @@ import NIOHTTP1
 /// call made outside them.
 ///
 /// Lifetimes: `user_data` is this object, unretained — it deletes the session
-/// in `deinit`, so it outlives every callback. A stream's data source is kept
-/// here until nghttp2 closes the stream (the provider names the stream, not
-/// the source). Memory lent to nghttp2 (fed bytes, header lists) is valid only
-/// inside the call that lends it.
+/// in `deinit`, so it outlives every callback. A stream's state (and its data
+/// source) is kept here in a slot until nghttp2 closes the stream; nghttp2
+/// holds only the slot's number (see `slots`). Memory lent to nghttp2 (fed
+/// bytes, header lists) is valid only inside the call that lends it.
 ///
 /// Both sides are this one object: `server` for the front end (requests in,
 /// `submitResponse`), `client` for `h2c://`/`h2://` upstreams (`submitRequest`,
@@ -97,6 +102,8 @@ final class HTTP2Session {
 
     /// What the session keeps per open stream (from its head until nghttp2 closes it).
     private struct StreamState {
+        /// The stream's id; 0 while the slot is free.
+        var id: Int32 = 0
         /// Header list bytes so far (head, then trailers).
         var headerListBytes = 0
         /// The head passed the limit: its trailers are dropped too.
@@ -109,12 +116,57 @@ final class HTTP2Session {
         /// Trailers to send once the source's last byte is out (`setTrailers`).
         var trailers: HTTPHeaders?
     }
-    private var streams: [Int32: StreamState] = [:]
+    /// Open streams' states, found without hashing in Swift: nghttp2 keeps
+    /// each stream's slot number as its stream_user_data (and a data
+    /// provider's `source.ptr`), a number rather than an address, so nothing
+    /// is retained behind Swift's back and a stale one can only name a slot
+    /// whose id no longer matches (checked on every lookup). A slot is freed
+    /// exactly once, when nghttp2 closes its stream; the streams still open
+    /// when the session goes are freed with the array.
+    private var slots = StreamSlots()
+    /// Streams whose head has begun (a server's) or that were submitted (a
+    /// client's) and that nghttp2 has not closed.
+    var openStreams: Int { slots.open }
+
+    /// The states, the free slots and the count in one property: opening or
+    /// closing a stream is one exclusive access, not three.
+    private struct StreamSlots {
+        var states: [StreamState] = []
+        var free: [Int] = []
+        var open = 0
+
+        var count: Int { states.count }
+
+        subscript(slot: Int) -> StreamState {
+            get { states[slot] }
+            _modify { yield &states[slot] }
+        }
+
+        /// A free slot's state was reset when it was freed: only its id is set.
+        mutating func alloc(_ id: Int32) -> Int {
+            open += 1
+            if let slot = free.popLast() {
+                states[slot].id = id
+                return slot
+            }
+            states.append(StreamState(id: id))
+            return states.count - 1
+        }
+
+        /// Lets go of the stream's source and trailers; the slot serves the next stream.
+        mutating func release(_ slot: Int) {
+            states[slot] = StreamState()
+            free.append(slot)
+            open -= 1
+        }
+    }
 
     /// The header block (HEADERS + CONTINUATIONs) arriving now: at most one,
     /// as a block's frames may not interleave with others.
     private struct HeaderBlock {
         var streamId: Int32 = 0  // 0: none
+        /// The stream's slot, -1 if it has none (checked against `streamId` before use).
+        var slot = -1
         /// A head (else trailers).
         var isHead = false
         var head = HTTP2HeaderBlock()
@@ -128,6 +180,13 @@ final class HTTP2Session {
         var overLimit = false
         /// Handed to the owner by `takeUnfinishedHead`.
         var handedOver = false
+
+        /// The head, moved out (an empty one left).
+        mutating func takeHead() -> HTTP2HeaderBlock {
+            var taken = HTTP2HeaderBlock()
+            swap(&taken, &head)
+            return taken
+        }
     }
     private var block = HeaderBlock()
     /// Streams whose source gave its last byte and that have trailers: the
@@ -222,8 +281,7 @@ final class HTTP2Session {
     var wantsRead: Bool { nghttp2_session_want_read(raw) != 0 }
     var wantsWrite: Bool { nghttp2_session_want_write(raw) != 0 }
     /// Streams whose head has begun and that nghttp2 has not closed.
-    var hasOpenStreams: Bool { !streams.isEmpty }
-    var openStreams: Int { streams.count }
+    var hasOpenStreams: Bool { slots.open > 0 }
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (before its SETTINGS: the
     /// assumed `settings.maxConcurrentStreams`).
     var remoteMaxConcurrentStreams: Int {
@@ -315,43 +373,83 @@ final class HTTP2Session {
             return bytes.withUnsafeMutableBufferPointer { buf -> Int32 in
                 guard let base = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
                 for s in spans { nva.append(s.nv(base)) }
-                return submit(streamId, nva, body: body)
+                return submit(streamId, nva, nva.count, body: body)
             }
         }
         if rv != 0 { throw HTTP2SessionError(code: rv) }
     }
 
     /// An upstream's head: the header list points straight into the parsed
-    /// head's bytes (names already lower-cased, hop-by-hop fields marked), so
-    /// no field is copied before nghttp2 copies it into its own frame.
-    /// `requestId` replaces the upstream's X-Request-Id.
+    /// head's bytes (names already lower-cased, hop-by-hop fields marked), the
+    /// request id's own bytes and static names, so no field is copied before
+    /// nghttp2 copies it into its own frame. `requestId` replaces the
+    /// upstream's X-Request-Id.
     func submitUpstreamResponse(
         _ streamId: Int32, head: UpstreamResponseHead, requestId: String, body: (any HTTP2DataSource)?
     ) throws(HTTP2SessionError) {
         assertOutsideCallbacks()
-        let rv = withNVScratch { scratch, spans, nva -> Int32 in
-            Self.appendNV(":status", String(head.status), flags: 0, bytes: &scratch, spans: &spans)
-            Self.appendNV("x-request-id", requestId, flags: Self.neverIndexed, bytes: &scratch, spans: &spans)
-            return scratch.withUnsafeMutableBufferPointer { local -> Int32 in
+        var id = requestId  // `withUTF8` may make a bridged string contiguous: a copy to do it on
+        let rv = Self.withStatusBytes(head.status) { status -> Int32 in
+            id.withUTF8 { idBytes -> Int32 in
                 head.bytes.withUnsafeBufferPointer { upstream -> Int32 in
-                    guard let lb = local.baseAddress, let ub = upstream.baseAddress else {
-                        return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue
+                    // The list on the stack (nghttp2 copies it before it returns).
+                    withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: head.fields.count + 2) { nva -> Int32 in
+                        guard let nvBase = nva.baseAddress, let sb = status.baseAddress else {
+                            return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue
+                        }
+                        // :status first (pseudo-headers precede fields), then the upstream's, then the id.
+                        nvBase.initialize(
+                            to: nghttp2_nv(
+                                name: Self.nameBytes(Self.statusName), value: UnsafeMutablePointer(mutating: sb),
+                                namelen: Self.statusName.utf8CodeUnitCount, valuelen: status.count, flags: 0))
+                        var n = 1
+                        if let ub = upstream.baseAddress {
+                            let upstreamBase = UnsafeMutablePointer(mutating: ub)
+                            for f in head.fields where f.forward {
+                                (nvBase + n).initialize(
+                                    to: nghttp2_nv(
+                                        name: upstreamBase + f.nameStart, value: upstreamBase + f.valueStart,
+                                        namelen: f.nameLength, valuelen: f.valueLength, flags: 0))
+                                n += 1
+                            }
+                        }
+                        // An empty id has no base address: nghttp2 reads no byte of a zero-length value.
+                        let idValue = idBytes.baseAddress.map { UnsafeMutablePointer(mutating: $0) } ?? Self.nameBytes(Self.statusName)
+                        (nvBase + n).initialize(
+                            to: nghttp2_nv(
+                                name: Self.nameBytes(Self.requestIdName), value: idValue,
+                                namelen: Self.requestIdName.utf8CodeUnitCount, valuelen: idBytes.count, flags: Self.neverIndexed))
+                        n += 1
+                        return submit(streamId, nvBase, n, body: body)
                     }
-                    let upstreamBase = UnsafeMutablePointer(mutating: ub)
-                    // :status first (pseudo-headers precede fields), then the upstream's, then the id.
-                    nva.append(spans[0].nv(lb))
-                    for f in head.fields where f.forward {
-                        nva.append(
-                            nghttp2_nv(
-                                name: upstreamBase + f.nameStart, value: upstreamBase + f.valueStart,
-                                namelen: f.nameLength, valuelen: f.valueLength, flags: 0))
-                    }
-                    nva.append(spans[1].nv(lb))
-                    return submit(streamId, nva, body: body)
                 }
             }
         }
         if rv != 0 { throw HTTP2SessionError(code: rv) }
+    }
+
+    private static let statusName: StaticString = ":status"
+    private static let requestIdName: StaticString = "x-request-id"
+
+    /// A literal's bytes for a header list: they live as long as the program,
+    /// and nghttp2 only reads (and copies) what the list points at.
+    @inline(__always)
+    private static func nameBytes(_ name: StaticString) -> UnsafeMutablePointer<UInt8> {
+        UnsafeMutablePointer(mutating: name.utf8Start)
+    }
+
+    /// `status` as the decimal digits of `:status`, without a `String` for
+    /// the three-digit codes every response has.
+    private static func withStatusBytes<R>(_ status: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        guard (100...999).contains(status) else {
+            var text = String(status)
+            return text.withUTF8(body)
+        }
+        let zero = UInt8(ascii: "0")
+        var digits = (zero &+ UInt8(status / 100), zero &+ UInt8(status / 10 % 10), zero &+ UInt8(status % 10))
+        return withUnsafeBytes(of: &digits) { raw in
+            body(UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: 3))
+        }
     }
 
     /// A fresh request id per response would only churn the HPACK dynamic
@@ -359,12 +457,16 @@ final class HTTP2Session {
     private static let neverIndexed = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
 
     /// nghttp2 copies the list and the provider before it returns.
-    private func submit(_ streamId: Int32, _ nva: [nghttp2_nv], body: (any HTTP2DataSource)?) -> Int32 {
-        guard let body else { return nghttp2_submit_response(raw, streamId, nva, nva.count, nil) }
-        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readCallback)
-        let rv = nghttp2_submit_response(raw, streamId, nva, nva.count, &provider)
-        // A stream nghttp2 already closed keeps no source: nothing will read it.
-        if rv == 0 { streams[streamId]?.source = body }
+    private func submit(
+        _ streamId: Int32, _ nva: UnsafePointer<nghttp2_nv>, _ count: Int, body: (any HTTP2DataSource)?
+    ) -> Int32 {
+        guard let body else { return nghttp2_submit_response(raw, streamId, nva, count, nil) }
+        // A stream nghttp2 already closed has no slot and keeps no source: nothing will read it.
+        let slot = slot(of: streamId)
+        var provider = nghttp2_data_provider(
+            source: nghttp2_data_source(ptr: slot.flatMap(Self.token)), read_callback: Self.readCallback)
+        let rv = nghttp2_submit_response(raw, streamId, nva, count, &provider)
+        if rv == 0, let slot { slots[slot].source = body }
         return rv
     }
 
@@ -372,6 +474,10 @@ final class HTTP2Session {
     /// No `body`: the HEADERS end the stream. Returns the stream's id.
     func submitRequest(_ head: UpstreamH2Head, body: (any HTTP2DataSource)?) throws(HTTP2SessionError) -> Int32 {
         assertOutsideCallbacks()
+        // nghttp2 opens the stream only when its HEADERS go out, so the slot is
+        // handed over with the request (its id is known once submit returns).
+        let slot = allocSlot(0)
+        let token = Self.token(slot)
         let id = withNVScratch { _, _, nva -> Int32 in
             head.bytes.withUnsafeBufferPointer { buf -> Int32 in
                 guard let b = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
@@ -383,31 +489,33 @@ final class HTTP2Session {
                             valuelen: s.valueLength, flags: 0))
                 }
                 // nghttp2 copies the list (and the provider) before it returns.
-                guard body != nil else { return nghttp2_submit_request(raw, nil, nva, nva.count, nil, nil) }
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: Self.readCallback)
-                return nghttp2_submit_request(raw, nil, nva, nva.count, &provider, nil)
+                guard body != nil else { return nghttp2_submit_request(raw, nil, nva, nva.count, nil, token) }
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: token), read_callback: Self.readCallback)
+                return nghttp2_submit_request(raw, nil, nva, nva.count, &provider, token)
             }
         }
-        guard id > 0 else { throw HTTP2SessionError(code: id) }
-        var state = StreamState()
-        state.source = body
-        streams[id] = state
+        guard id > 0 else {
+            freeSlot(slot)
+            throw HTTP2SessionError(code: id)
+        }
+        slots[slot].id = id
+        slots[slot].source = body
         return id
     }
 
     /// Trailers for `streamId`, sent after its source's last byte (the source
     /// must not have ended yet; the owner resumes it to deliver the end).
     func setTrailers(_ streamId: Int32, _ fields: HTTPHeaders) {
-        guard streams[streamId] != nil, !fields.isEmpty else { return }
-        streams[streamId]?.trailers = fields
+        guard !fields.isEmpty, let slot = slot(of: streamId) else { return }
+        slots[slot].trailers = fields
     }
 
     private func submitDueTrailers() {
         let due = trailersDue
         trailersDue.removeAll(keepingCapacity: true)
         for id in due {
-            guard let fields = streams[id]?.trailers else { continue }
-            streams[id]?.trailers = nil
+            guard let slot = slot(of: id), let fields = slots[slot].trailers else { continue }
+            slots[slot].trailers = nil
             _ = withNVScratch { bytes, spans, nva -> Int32 in
                 for (name, value) in fields {
                     Self.appendNV(name, value, flags: 0, bytes: &bytes, spans: &spans)
@@ -431,8 +539,8 @@ final class HTTP2Session {
     /// nghttp2 was waiting for it, so there is output to drain.
     func resume(_ streamId: Int32) -> Bool {
         assertOutsideCallbacks()
-        guard streams[streamId]?.deferred == true else { return false }
-        streams[streamId]?.deferred = false
+        guard let slot = slot(of: streamId), slots[slot].deferred else { return false }
+        slots[slot].deferred = false
         _ = nghttp2_session_resume_data(raw, streamId)
         return true
     }
@@ -483,6 +591,39 @@ final class HTTP2Session {
     private func assertOutsideCallbacks() {
         assert(!insideNghttp2, "nghttp2 re-entered from a callback")
     }
+
+    // MARK: stream slots
+
+    /// A slot's number as nghttp2 keeps it (never nil: numbers start at 1).
+    private static func token(_ slot: Int) -> UnsafeMutableRawPointer? {
+        UnsafeMutableRawPointer(bitPattern: slot &+ 1)
+    }
+
+    /// The slot `token` names, if it still holds stream `id`.
+    @inline(__always)
+    private func slot(_ token: UnsafeMutableRawPointer?, _ id: Int32) -> Int? {
+        guard let token else { return nil }
+        return live(Int(bitPattern: token) &- 1, id)
+    }
+
+    @inline(__always)
+    private func live(_ slot: Int, _ id: Int32) -> Int? {
+        slot >= 0 && slot < slots.count && slots[slot].id == id && id != 0 ? slot : nil
+    }
+
+    /// The open stream's slot (nghttp2 finds the stream; closed streams have none).
+    private func slot(of id: Int32) -> Int? {
+        if let slot = slot(nghttp2_session_get_stream_user_data(raw, id), id) { return slot }
+        // A client's request is a stream to nghttp2 only once its HEADERS are
+        // out; until then (trailers set, a body resumed right after submit)
+        // its slot is found by its id. Rare, and over at most the open streams.
+        guard isClient, id > 0 else { return nil }
+        return slots.states.firstIndex { $0.id == id }
+    }
+
+    private func allocSlot(_ id: Int32) -> Int { slots.alloc(id) }
+
+    private func freeSlot(_ slot: Int) { slots.release(slot) }
 
     // MARK: header lists
 
@@ -554,16 +695,37 @@ final class HTTP2Session {
         let id = frame.pointee.hd.stream_id
         let cat = frame.pointee.headers.cat
         let isHead: Bool
+        let slot: Int?
         if isClient {
+            slot = self.slot(of: id)
             // A final head after a 1xx arrives as HCAT_HEADERS: a head until one was final.
-            isHead = cat == headCategory || (cat == NGHTTP2_HCAT_HEADERS && streams[id]?.finalHeadSeen == false)
+            isHead = cat == headCategory || (cat == NGHTTP2_HCAT_HEADERS && slot.map { !slots[$0].finalHeadSeen } == true)
+        } else if cat == headCategory {
+            // A request opens the stream's slot. Setting stream_user_data from
+            // this callback is what nghttp2 documents it for (it calls no callback).
+            isHead = true
+            let s = allocSlot(id)
+            if nghttp2_session_set_stream_user_data(raw, id, Self.token(s)) != 0 {
+                freeSlot(s)  // cannot happen (nghttp2 just opened the stream); nothing would free it
+                slot = nil
+            } else {
+                slot = s
+            }
         } else {
-            isHead = cat == headCategory
-            if isHead { streams[id] = StreamState() }
+            isHead = false
+            slot = self.slot(of: id)
         }
-        let stream = streams[id]
-        block = HeaderBlock(
-            streamId: id, isHead: isHead, listBytes: stream?.headerListBytes ?? 0, overLimit: stream?.headTooLarge ?? false)
+        if block.streamId != 0 {
+            block = HeaderBlock()  // one nghttp2 gave up on (it closes the stream later): dropped, as before
+        }
+        // Set in place: the block left by `endBlock` is a fresh one, with nothing to destroy.
+        block.streamId = id
+        block.isHead = isHead
+        if let slot {
+            block.slot = slot
+            block.listBytes = slots[slot].headerListBytes
+            block.overLimit = slots[slot].headTooLarge
+        }
         // Heads and trailers alike: the owner may want the block complete in time.
         events.append(.headerBlockStarted(id))
         return 0
@@ -601,23 +763,102 @@ final class HTTP2Session {
             return 0
         }
         if name.first == UInt8(ascii: ":") {
-            let v = String(decoding: value, as: UTF8.self)
-            switch String(decoding: name, as: UTF8.self) {
-            case ":method": block.head.method = v
-            case ":path": block.head.path = v
-            case ":authority": block.head.authority = v
-            default: break  // :scheme is the transport's, :protocol unsupported
-            }
+            // Compared as bytes: no `String` per pseudo-header name.
+            if Self.equals(name, ":path") {
+                block.head.path = String(decoding: value, as: UTF8.self)
+            } else if Self.equals(name, ":method") {
+                block.head.method = Self.knownMethod(value) ?? String(decoding: value, as: UTF8.self)
+            } else if Self.equals(name, ":authority") {
+                block.head.authority = Self.string(value, reusing: &recentValues[Self.authoritySlot])
+            }  // :scheme is the transport's, :protocol unsupported
             return 0
         }
-        let n = String(decoding: name, as: UTF8.self)
-        let v = String(decoding: value, as: UTF8.self)
-        if n == "cookie" {
-            block.cookies.append(v)
+        if Self.equals(name, "cookie") {
+            block.cookies.append(String(decoding: value, as: UTF8.self))
+            return 0
+        }
+        if let known = Self.knownName(name) {
+            // A connection's clients repeat these from request to request: the last
+            // one's string is shared instead of a new one made (and allocated, past 15 bytes).
+            let v =
+                known.repeated >= 0
+                ? Self.string(value, reusing: &recentValues[known.repeated]) : String(decoding: value, as: UTF8.self)
+            block.head.fields.add(name: known.name, value: v)
         } else {
-            block.head.fields.add(name: n, value: v)
+            block.head.fields.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         }
         return 0
+    }
+
+    /// The last value seen of fields a connection's requests tend to repeat
+    /// (see `cbHeader`): `:authority` and the slots `knownName` gives.
+    private var recentValues = ["", "", "", "", ""]
+    private static let authoritySlot = 4
+
+    /// `bytes` as a `String`: `cached` when it has exactly these bytes (a
+    /// retain), else a new one, kept in `cached` for the next request. The
+    /// same string `String(decoding:as:)` would make: a repaired one's bytes
+    /// differ from the raw ones, so it is never matched.
+    private static func string(_ bytes: UnsafeBufferPointer<UInt8>, reusing cached: inout String) -> String {
+        let same = cached.utf8.withContiguousStorageIfAvailable { equals(bytes, $0) } ?? false
+        if !same { cached = String(decoding: bytes, as: UTF8.self) }
+        return cached
+    }
+
+    @inline(__always)
+    private static func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let pa = a.baseAddress, let pb = b.baseAddress else { return true }  // both empty
+        return memcmp(pa, pb, a.count) == 0
+    }
+
+    @inline(__always)
+    private static func equals(_ a: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        equals(a, UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Common request field names as literals (no allocation, no UTF-8
+    /// check, no reference counting; nghttp2 hands names over lower-case),
+    /// with the `recentValues` slot of those whose values repeat (else -1).
+    private static func knownName(_ name: UnsafeBufferPointer<UInt8>) -> (name: String, repeated: Int)? {
+        switch name.count {
+        case 2: if equals(name, "te") { return ("te", -1) }
+        case 6:
+            if equals(name, "accept") { return ("accept", 1) }
+            if equals(name, "origin") { return ("origin", -1) }
+        case 10: if equals(name, "user-agent") { return ("user-agent", 0) }
+        case 12:
+            if equals(name, "content-type") { return ("content-type", -1) }
+            if equals(name, "x-request-id") { return ("x-request-id", -1) }
+        case 13:
+            if equals(name, "authorization") { return ("authorization", -1) }
+            if equals(name, "cache-control") { return ("cache-control", -1) }
+        case 14: if equals(name, "content-length") { return ("content-length", -1) }
+        case 15:
+            if equals(name, "accept-encoding") { return ("accept-encoding", 2) }
+            if equals(name, "accept-language") { return ("accept-language", 3) }
+            if equals(name, "x-forwarded-for") { return ("x-forwarded-for", -1) }
+        default: break
+        }
+        return nil
+    }
+
+    private static func knownMethod(_ value: UnsafeBufferPointer<UInt8>) -> String? {
+        switch value.count {
+        case 3:
+            if equals(value, "GET") { return "GET" }
+            if equals(value, "PUT") { return "PUT" }
+        case 4:
+            if equals(value, "POST") { return "POST" }
+            if equals(value, "HEAD") { return "HEAD" }
+        case 5: if equals(value, "PATCH") { return "PATCH" }
+        case 6: if equals(value, "DELETE") { return "DELETE" }
+        case 7:
+            if equals(value, "OPTIONS") { return "OPTIONS" }
+            if equals(value, "CONNECT") { return "CONNECT" }
+        default: break
+        }
+        return nil
     }
 
     fileprivate func cbFrameRecv(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
@@ -630,28 +871,37 @@ final class HTTP2Session {
                 // Joined here, while the fields have one owner: appended in place.
                 block.head.fields.add(name: "cookie", value: block.cookies.joined(separator: "; "))
             }
-            let ended = id == block.streamId ? block : nil
-            if ended != nil { endBlock() }
-            guard streams[id] != nil else { return 0 }
-            if let ended, ended.isHead {
+            guard id == block.streamId else {
+                // No block of this stream in progress: only its end, if it is open.
+                if endStream, slot(of: id) != nil { events.append(.end(id)) }
+                return 0
+            }
+            // Moved out of `block`, and its parts out of it into the events: not copied.
+            var ended = endBlock()
+            guard let slot = live(ended.slot, id) else { return 0 }
+            if ended.isHead {
                 if isClient {
-                    let response = ended.response ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
+                    let response = ended.response.take() ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
                     // Informational: the final head follows.
                     if (100..<200).contains(response.status) { return 0 }
-                    streams[id]?.finalHeadSeen = true
+                    slots[slot].finalHeadSeen = true
                     if ended.overLimit {
-                        events.append(.headTooLarge(id, ended.head))
+                        events.append(.headTooLarge(id, ended.takeHead()))
                     } else {
                         events.append(.response(id, response, endStream: endStream))
                     }
                 } else if ended.overLimit {
-                    streams[id]?.headTooLarge = true
-                    events.append(.headTooLarge(id, ended.head))
+                    slots[slot].headTooLarge = true
+                    events.append(.headTooLarge(id, ended.takeHead()))
                 } else {
-                    events.append(.head(id, ended.head, endStream: endStream))
+                    events.append(.head(id, ended.takeHead(), endStream: endStream))
                 }
             } else {
-                if let ended, !ended.trailers.isEmpty { events.append(.trailers(id, ended.trailers)) }
+                if !ended.trailers.isEmpty {
+                    var trailers = HTTPHeaders()
+                    swap(&trailers, &ended.trailers)
+                    events.append(.trailers(id, trailers))
+                }
                 if endStream { events.append(.end(id)) }
             }
         case NGHTTP2_DATA.rawValue:
@@ -708,11 +958,13 @@ final class HTTP2Session {
 
     /// The block in progress is complete (or its stream is gone): its size
     /// stays with the stream, for the trailers' share of the limit.
-    private func endBlock() {
-        let id = block.streamId
-        streams[id]?.headerListBytes = block.listBytes
-        block = HeaderBlock()
-        events.append(.headerBlockEnded(id))
+    @discardableResult
+    private func endBlock() -> HeaderBlock {
+        var ended = HeaderBlock()
+        swap(&ended, &block)
+        if let slot = live(ended.slot, ended.streamId) { slots[slot].headerListBytes = ended.listBytes }
+        events.append(.headerBlockEnded(ended.streamId))
+        return ended
     }
 
     fileprivate func cbDataChunk(_ streamId: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
@@ -733,24 +985,28 @@ final class HTTP2Session {
     fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
         // A block nghttp2 refused (bad field, too large) ends with its stream.
         if streamId == block.streamId { endBlock() }
-        streams.removeValue(forKey: streamId)
+        // stream_user_data is still readable here (nghttp2 documents it so).
+        if let slot = slot(of: streamId) { freeSlot(slot) }
         events.append(.closed(streamId, errorCode: errorCode))
         return 0
     }
 
     fileprivate func cbRead(
-        _ streamId: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ flags: UnsafeMutablePointer<UInt32>
+        _ streamId: Int32, _ token: UnsafeMutableRawPointer?, _ buffer: UnsafeMutableRawBufferPointer,
+        _ flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
-        // Never missing: nghttp2 reads only open streams, whose source is kept until they close.
-        guard let source = streams[streamId]?.source else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        // Never missing: nghttp2 reads only open streams, whose slot (and source) is kept until they close.
+        guard let slot = slot(token, streamId), let source = slots[slot].source else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
         switch source.readData(into: buffer) {
         case .deferred:
-            streams[streamId]?.deferred = true
+            slots[slot].deferred = true
             return Int(NGHTTP2_ERR_DEFERRED.rawValue)
         case .bytes(let n, let end, let drained):
             if end {
                 flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-                if streams[streamId]?.trailers != nil {
+                if slots[slot].trailers != nil {
                     // END_STREAM goes on the trailers, submitted once mem_send returns.
                     flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
                     trailersDue.append(streamId)
@@ -761,11 +1017,11 @@ final class HTTP2Session {
         }
     }
 
-    fileprivate static let readCallback: nghttp2_data_source_read_callback = { _, streamId, buf, length, flags, _, userData in
+    fileprivate static let readCallback: nghttp2_data_source_read_callback = { _, streamId, buf, length, flags, source, userData in
         guard let session = h2Session(userData), let buf, let flags else {
             return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
         }
-        return session.cbRead(streamId, UnsafeMutableRawBufferPointer(start: buf, count: length), flags)
+        return session.cbRead(streamId, source?.pointee.ptr, UnsafeMutableRawBufferPointer(start: buf, count: length), flags)
     }
 
     private static func installCallbacks(_ cbs: OpaquePointer) {

@@ -15,8 +15,10 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     var responseSubmitted = false
 
     // Response body queued for the data provider.
-    /// A plain array: empty costs no allocation (most responses have one chunk), and it
-    /// stays short because the upstream is paused above `highWater`.
+    /// The first chunk queued: most responses have one, and it needs no array
+    /// (each stream's first append would allocate one). Nil only when `outQueue` is empty.
+    var outFirst: ByteBuffer?
+    /// The chunks after `outFirst`. Short: the upstream is paused above `highWater`.
     var outQueue: [ByteBuffer] = []
     var outBytes = 0
     var outEnded = false
@@ -60,7 +62,11 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             connection?.watchForStalledWrites()
         }
         outBytes += buffer.readableBytes
-        outQueue.append(buffer)
+        if outFirst == nil {
+            outFirst = buffer
+        } else {
+            outQueue.append(buffer)
+        }
         if outBytes > Self.highWater { congested = true }
         connection?.resumeIfDeferred(self)
     }
@@ -98,7 +104,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     func readData(into buffer: UnsafeMutableRawBufferPointer) -> HTTP2DataRead {
         let n = fill(buffer)
         var end = false
-        if outQueue.isEmpty {
+        if outFirst == nil {
             if outEnded {
                 end = true
             } else if n == 0 {
@@ -113,12 +119,19 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         return .bytes(n, end: end, drained: drained)
     }
 
+    /// Drops the queued response bytes (a stalled stream being reset).
+    func dropQueuedOutput() {
+        outFirst = nil
+        outQueue.removeAll()
+        outBytes = 0
+    }
+
     /// Copies queued bytes into `dst` (nghttp2's frame buffer). Runs inside an
     /// nghttp2 callback: touches only this object.
     private func fill(_ dst: UnsafeMutableRawBufferPointer) -> Int {
         guard let base = dst.baseAddress else { return 0 }
         var written = 0
-        while written < dst.count, var head = outQueue.first {
+        while written < dst.count, var head = outFirst {
             let n = min(dst.count - written, head.readableBytes)
             head.withUnsafeReadableBytes { src in
                 if let from = src.baseAddress { (base + written).copyMemory(from: from, byteCount: n) }
@@ -126,9 +139,9 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             head.moveReaderIndex(forwardBy: n)
             written += n
             if head.readableBytes == 0 {
-                outQueue.removeFirst()
+                outFirst = outQueue.isEmpty ? nil : outQueue.removeFirst()
             } else {
-                outQueue[0] = head
+                outFirst = head
             }
         }
         outBytes -= written

@@ -130,6 +130,34 @@ import Testing
         #expect(order == ["head", "data:pong", "trailers", "end"])
     }
 
+    @Test func theClientFreesEachStreamsStateOnceItCloses() throws {
+        let pair = try Pair()
+        weak var released: QueuedSource?
+        for round in 0..<10 {
+            var ids: [Int32] = []
+            for i in 0..<5 {
+                let body = QueuedSource(Array("x".utf8), ended: true)
+                if i == 0 { released = body }
+                ids.append(try pair.client.submitRequest(Self.head("POST /r\(round)-\(i) HTTP/1.1\r\nHost: svc.local\r\n\r\n"), body: body))
+            }
+            #expect(pair.client.openStreams == 5)
+            try pair.run { event in
+                if case .end(let sid) = event {
+                    if sid % 4 == 1 {
+                        pair.server.reset(sid, errorCode: NGHTTP2_CANCEL.rawValue)
+                    } else {
+                        try pair.server.submitResponse(sid, status: 200, headers: [:], body: nil)
+                    }
+                }
+            }
+            #expect(pair.client.openStreams == 0, "round \(round)")
+            #expect(released == nil)
+            var closes = 0
+            for case .closed(let id, _) in pair.clientEvents where ids.contains(id) { closes += 1 }
+            #expect(closes == 5)
+        }
+    }
+
     @Test func aBodilessRequestEndsWithItsHeaders() throws {
         let pair = try Pair()
         _ = try pair.client.submitRequest(Self.head("GET /x HTTP/1.1\r\nHost: a\r\n\r\n"), body: nil)

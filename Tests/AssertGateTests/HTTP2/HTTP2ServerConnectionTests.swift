@@ -70,6 +70,30 @@ final class H2Fixture {
 }
 
 @Suite struct HTTP2ServerConnectionTests {
+    @Test func queuedResponseChunksLeaveInOrderAcrossPartialReads() throws {
+        let f = try H2Fixture()
+        let connection = HTTP2ServerConnection(worker: f.worker, scheme: "http")  // not in a pipeline: no flushes
+        let stream = HTTP2Stream(id: 1, connection: connection)
+        var buffer = [UInt8](repeating: 0, count: 4)
+        func read() -> (HTTP2DataRead, String) {
+            let r = buffer.withUnsafeMutableBytes { stream.readData(into: $0) }
+            guard case .bytes(let n, _, _) = r else { return (r, "") }
+            return (r, String(decoding: buffer[..<n], as: UTF8.self))
+        }
+        #expect(read().0 == .deferred)
+        stream.sendResponseBody(ByteBuffer(string: "abc"))
+        #expect(read() == (.bytes(3, end: false, drained: false), "abc"))
+        #expect(read().0 == .deferred, "taken, not ended")
+        for chunk in ["defgh", "ij", "k"] { stream.sendResponseBody(ByteBuffer(string: chunk)) }
+        #expect(stream.outBytes == 8)
+        #expect(read() == (.bytes(4, end: false, drained: false), "defg"))
+        #expect(read() == (.bytes(4, end: false, drained: false), "hijk"))
+        stream.sendResponseBody(ByteBuffer(string: "lm"))
+        stream.sendResponseEnd()
+        #expect(read() == (.bytes(2, end: true, drained: false), "lm"))
+        #expect(stream.outBytes == 0)
+    }
+
     @Test func unknownPathGets404ProblemJSON() throws {
         let f = try H2Fixture()
         let sid = f.client.request("GET", "/nope", headers: [("x-request-id", "req-1")])

@@ -120,6 +120,45 @@ final class QueuedSource: HTTP2DataSource {
         #expect(session.hasOpenStreams)
     }
 
+    @Test func repeatedFieldsAndKnownNamesDecodeAsBeforeRequestAfterRequest() throws {
+        let session = try makeSession()
+        func raw(_ name: String, _ value: [UInt8]) -> [UInt8] {
+            [0x00, UInt8(name.utf8.count)] + Array(name.utf8) + [UInt8(value.count)] + value
+        }
+        let longAgent = "agent/1.0 (a value long enough for the heap)"
+        // Per request: method literal, authority, user-agent, an obs-text value, an unknown name.
+        let requests: [(method: String, authority: String, agent: String, language: [UInt8])] = [
+            ("GET", "gw.test", longAgent, [0x65, 0xff]),
+            ("PROPFIND", "gw.test", longAgent, [0x65, 0xff]),
+            ("PATCH", "other.test", "agent/2", Array("en".utf8)),
+            ("GET", "other.test", longAgent, []),
+        ]
+        var input = RawH2Frame.preface + RawH2Frame(.settings).bytes
+        for (i, r) in requests.enumerated() {
+            let block =
+                HPACKBytes.literal(index: 2, r.method) + HPACKBytes.schemeHTTP + HPACKBytes.pathRoot
+                + HPACKBytes.literal(index: 1, r.authority) + raw("user-agent", Array(r.agent.utf8))
+                + raw("accept-language", r.language) + HPACKBytes.literal("x-custom-name", "v\(i)")
+                + HPACKBytes.literal("accept", "*/*")
+            input += RawH2Frame(.headers, flags: RawH2Frame.endHeaders | RawH2Frame.endStream, stream: Int32(2 * i + 1), payload: block).bytes
+        }
+        let heads = try feed(session, input).compactMap { e -> HTTP2HeaderBlock? in
+            if case .head(_, let h, _) = e { return h } else { return nil }
+        }
+        #expect(heads.count == requests.count)
+        for (i, (h, r)) in zip(heads, requests).enumerated() {
+            #expect(h.method == r.method)
+            #expect(h.path == "/")
+            #expect(h.authority == r.authority)
+            #expect(
+                h.fields.map { "\($0.name): \($0.value)" } == [
+                    "user-agent: \(r.agent)", "accept-language: \(String(decoding: r.language, as: UTF8.self))",
+                    "x-custom-name: v\(i)", "accept: */*",
+                ])
+        }
+        #expect(heads[0].fields.first(name: "accept-language") == "e\u{FFFD}", "invalid UTF-8 repaired, as before")
+    }
+
     @Test func theFirstDrainSendsTheSettingsTheConnectionWindowAndTheAck() throws {
         let session = try makeSession { $0.maxConcurrentStreams = 7 }
         _ = try feed(session, RawH2Frame.preface + RawH2Frame(.settings).bytes)
@@ -466,5 +505,70 @@ final class QueuedSource: HTTP2DataSource {
             #expect(released != nil, "kept while its stream is open")
         }
         #expect(released == nil)
+    }
+
+    // MARK: stream state lifetime
+
+    @Test func everyStreamsStateIsFreedOnceWhetherItEndsIsResetOrIsRefused() throws {
+        let session = try makeSession { $0.maxConcurrentStreams = 8 }
+        let client = TestH2Client()
+        var released: [() -> Bool] = []
+        var closed: [Int32: Int] = [:]
+        for round in 0..<20 {
+            // Ten per round, two over the limit (refused by nghttp2): some
+            // answered with a body, some without, some reset by the client, some by us.
+            var ids: [Int32] = []
+            for i in 0..<10 { ids.append(client.request("GET", "/r\(round)-\(i)")) }
+            for id in ids where Int(id) % 7 == 3 { client.reset(id) }
+            try exchange(session, client) { e in
+                switch e {
+                case .head(let id, _, _):
+                    switch Int(id) % 5 {
+                    case 0: session.reset(id, errorCode: NGHTTP2_CANCEL.rawValue)
+                    case 1: try session.submitResponse(id, status: 204, headers: [:], body: nil)
+                    default:
+                        weak var source: QueuedSource?
+                        let s = QueuedSource(Array("body".utf8), ended: true)
+                        source = s
+                        released.append { source == nil }
+                        try session.submitResponse(id, status: 200, headers: [:], body: s)
+                    }
+                case .closed(let id, _):
+                    closed[id, default: 0] += 1
+                default: break
+                }
+            }
+            #expect(session.openStreams == 0, "round \(round)")
+            #expect(!session.hasOpenStreams)
+        }
+        #expect(closed.values.allSatisfy { $0 == 1 }, "one close per stream")
+        #expect(released.allSatisfy { $0() }, "every source let go at its stream's close")
+    }
+
+    @Test func aResponseForAStreamAlreadyClosedKeepsNoSourceAndNeverReachesTheStreamAfterIt() throws {
+        let session = try makeSession()
+        let client = TestH2Client()
+        let first = client.request("GET", "/a")
+        try exchange(session, client) { e in
+            if case .head(first, _, _) = e { try session.submitResponse(first, status: 204, headers: [:], body: nil) }
+        }
+        #expect(session.openStreams == 0)
+        // The next stream takes the first one's slot.
+        let second = client.request("GET", "/b")
+        try exchange(session, client)
+        #expect(session.openStreams == 1)
+        weak var released: QueuedSource?
+        do {
+            let late = QueuedSource(Array("late".utf8), ended: true)
+            released = late
+            // nghttp2 takes it (it checks the stream only when sending) but nothing will read it.
+            try? session.submitResponse(first, status: 200, headers: [:], body: late)
+        }
+        #expect(released == nil, "no slot holds a closed stream's source")
+        let answer = QueuedSource(Array("second".utf8), ended: true)
+        try session.submitResponse(second, status: 200, headers: [:], body: answer)
+        try exchange(session, client)
+        #expect(client.responses[second]?.bodyString == "second")
+        #expect(session.openStreams == 0)
     }
 }
