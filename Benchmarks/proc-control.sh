@@ -9,18 +9,27 @@ live=()
 # spawn LOG CMD...: CMD in a new session (setsid execs in place: $! is CMD's PID).
 spawn() { local log=$1; shift; setsid "$@" </dev/null >"$log" 2>&1 & SPAWNED=$!; live+=("$SPAWNED"); }
 
-session_members() { # SID: the PIDs whose session is SID
-    python3 - "$1" <<'PY'
-import os, sys
+# proc_table: "PID SID TICKS" for every process (TICKS: utime + stime).
+proc_table() {
+    python3 - <<'PY'
+import os
 for d in os.listdir("/proc"):
     if d.isdigit():
         try:
             fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[3] == sys.argv[1]:
-            print(d)
+        print(d, fields[3], int(fields[11]) + int(fields[12]))
 PY
+}
+
+session_members() { proc_table | awk -v sid="$1" '$2 == sid { print $1 }'; } # SID: the PIDs whose session is SID
+
+session_ticks() { # SID...: utime+stime of every process in each session, one sum per SID
+    proc_table | awk -v list="$*" '
+        BEGIN { n = split(list, sids, " "); for (i = 1; i <= n; i++) sum[sids[i]] = 0 }
+        ($2 in sum) { sum[$2] += $3 }
+        END { for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " " : ""), sum[sids[i]]; print "" }'
 }
 
 stop() { # PID: TERM to its whole session, up to 5 s, then KILL what is left

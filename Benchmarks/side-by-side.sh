@@ -119,21 +119,6 @@ UP=$(free_port)
 HZ=$(getconf CLK_TCK)
 trap 'echo "interrupted" >&2; exit 130' INT TERM
 
-session_ticks() { # SID...: utime+stime of every process in each session, one sum per SID
-    python3 - "$@" <<'PY'
-import os, sys
-sums = {sid: 0 for sid in sys.argv[1:]}
-for d in os.listdir("/proc"):
-    if d.isdigit():
-        try:
-            fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[3] in sums:
-            sums[fields[3]] += int(fields[11]) + int(fields[12])
-print(" ".join(str(sums[s]) for s in sys.argv[1:]))
-PY
-}
 
 busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 

@@ -443,7 +443,19 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
         _ buffer: inout ByteBuffer, _ a: UnsafeBufferPointer<UInt8>, _ b: StaticString, _ c: UnsafeBufferPointer<UInt8>,
         _ d: StaticString
     ) {
-        let count = a.count + b.utf8CodeUnitCount + c.count + d.utf8CodeUnitCount
+        put(&buffer, a, bytes(b), c, bytes(d))
+    }
+
+    private mutating func put(_ a: StaticString, _ b: UnsafeBufferPointer<UInt8>, _ c: StaticString, _ d: UnsafeBufferPointer<UInt8>) {
+        Self.put(&buffer, Self.bytes(a), b, Self.bytes(c), d)
+    }
+
+    /// Four pieces in one reserved write.
+    private static func put(
+        _ buffer: inout ByteBuffer, _ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>,
+        _ c: UnsafeBufferPointer<UInt8>, _ d: UnsafeBufferPointer<UInt8>
+    ) {
+        let count = a.count + b.count + c.count + d.count
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
             guard let o = out.baseAddress else { return 0 }
             var i = Self.copy(a, to: o)
@@ -454,16 +466,10 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
         }
     }
 
-    private mutating func put(_ a: StaticString, _ b: UnsafeBufferPointer<UInt8>, _ c: StaticString, _ d: UnsafeBufferPointer<UInt8>) {
-        let count = a.utf8CodeUnitCount + b.count + c.utf8CodeUnitCount + d.count
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
-            guard let o = out.baseAddress else { return 0 }
-            var i = Self.copy(a, to: o)
-            i += Self.copy(b, to: o + i)
-            i += Self.copy(c, to: o + i)
-            i += Self.copy(d, to: o + i)
-            return i
-        }
+    /// A literal's bytes (the writer's literals are ASCII text: they have a pointer).
+    @inline(__always)
+    private static func bytes(_ s: StaticString) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)
     }
 
     private mutating func put(_ a: StaticString, _ b: UnsafeBufferPointer<UInt8>, _ c: StaticString) {
@@ -484,12 +490,6 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
         return s.count
     }
 
-    @inline(__always)
-    private static func copy(_ s: StaticString, to o: UnsafeMutableRawPointer) -> Int {
-        let n = s.utf8CodeUnitCount
-        if n > 0 { o.copyMemory(from: s.utf8Start, byteCount: n) }
-        return n
-    }
 
     // The checks of NIO's NIOHTTPRequestHeadersValidator, which this writer replaces.
 
