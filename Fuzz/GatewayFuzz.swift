@@ -24,6 +24,7 @@ enum FuzzTarget: UInt8, CaseIterable {
     case routingPath
     case deviceCheck
     case upstreamH2
+    case serverH2
 }
 
 /// Aborts with a message libFuzzer shows next to the crash input.
@@ -84,6 +85,7 @@ public func gatewayFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) 
     case .routingPath: fuzzRoutingPath(bytes)
     case .deviceCheck: fuzzDeviceCheck(bytes)
     case .upstreamH2: fuzzUpstreamH2(bytes)
+    case .serverH2: fuzzServerH2(bytes)
     }
     return 0
 }
@@ -530,6 +532,75 @@ func fuzzUpstreamH2(_ bytes: [UInt8]) {
             for (name, _) in fields { check(!name.hasPrefix(":"), "pseudo-header \(name) in trailers") }
         case .data(let id, _):
             check(id == a || id == b, "data for stream \(id) never opened")
+        default:
+            break
+        }
+    }
+}
+
+/// A client's bytes (after the preface and an empty SETTINGS) into the
+/// front end's server session. Checks what the upstream head writer relies
+/// on when it copies an HTTP/2 client's fields unchecked
+/// (`ProxyRequest.fieldsChecked`): every field of a head has a non-empty,
+/// lower-case token name and a value without CR, LF, NUL or another control
+/// byte but tab; a head stays within the header-list limit; events name only
+/// streams whose head began. Each head then goes through the upstream head
+/// writer as a checked request, and no line of what it writes is split.
+func fuzzServerH2(_ bytes: [UInt8]) {
+    guard let first = bytes.first, let snapshot = fuzzSnapshot, let route = snapshot.config.routes.last else { return }
+    let limit = 4 << 10
+    let settings = HTTP2Session.Settings(
+        maxConcurrentStreams: 16, maxHeaderListBytes: limit, streamResetBurst: 1000, streamResetPerSecond: 1000)
+    guard let session = try? HTTP2Session.server(settings, allocator: ByteBufferAllocator()) else { return }
+    var input = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
+    input += bytes.dropFirst()
+    var events: [HTTP2Session.Event] = []
+    var out: ByteBuffer?
+    let piece = max(1, Int(first))
+    var offset = 0
+    while offset < input.count {
+        let end = min(input.count, offset + piece)
+        do { try session.feed(ByteBuffer(bytes: input[offset..<end]), into: &events) } catch { break }
+        offset = end
+        out = nil
+        _ = try? session.drain(into: &out, events: &events)
+    }
+    var begun = Set<Int32>()
+    for e in events {
+        switch e {
+        case .headerBlockStarted(let id):
+            check(id > 0 && id % 2 == 1, "a header block on stream \(id), not a client's")
+            begun.insert(id)
+        case .head(let id, let head, _):
+            check(begun.contains(id), "a head for stream \(id) that never began")
+            check(head.method?.isEmpty == false, "a head without :method")
+            var size = 0
+            for (name, value) in head.fields {
+                size += name.utf8.count + value.utf8.count + 32
+                check(!name.isEmpty && isToken(name) && name == name.lowercased(), "field name \(name.debugDescription)")
+                check(UpstreamHeadWriter.isFieldValue(value), "field value \(value.debugDescription)")
+            }
+            check(size <= limit, "a head of \(size) bytes past the limit")
+            let request = HeaderRewriter.upstreamRequestHead(
+                method: head.method ?? "GET", target: head.path ?? "/", client: head.fields, authority: head.authority,
+                route: route, snapshot: snapshot, requestId: "fuzz-request", clientAddress: "127.0.0.1", scheme: "http",
+                extra: [], bodyFraming: .none, allocator: ByteBufferAllocator(), clientFieldsChecked: true,
+                forwarding: ForwardingCache())
+            if let request {
+                let text = Array(request.bytes.readableBytesView)
+                check(text.suffix(4) == Array("\r\n\r\n".utf8), "a head that does not end in an empty line")
+                // Every CR is followed by LF and every LF preceded by CR; no NUL.
+                for (i, b) in text.enumerated() {
+                    check(b != 0, "NUL in the upstream head")
+                    if b == 13 { check(i + 1 < text.count && text[i + 1] == 10, "a bare CR in the upstream head") }
+                    if b == 10 { check(i > 0 && text[i - 1] == 13, "a bare LF in the upstream head") }
+                }
+            }
+        case .trailers(let id, let fields):
+            check(begun.contains(id), "trailers for stream \(id) that never began")
+            for (name, _) in fields { check(!name.hasPrefix(":"), "pseudo-header \(name) in trailers") }
+        case .data(let id, _):
+            check(begun.contains(id), "data for stream \(id) that never began")
         default:
             break
         }

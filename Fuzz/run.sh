@@ -207,6 +207,33 @@ put(10, bytes([0x14]) + b'{"bit0":true,"bit1":false,"last_update_time":"2026-11"
 put(10, bytes([0x14]) + b"Failed to find bit state")
 put(10, bytes([0x03]) + b"Missing or incorrectly formatted device token payload")
 put(10, b"\x00bit0=1, bit1=0")
+# 11 h2 upstream responses / 12 h2 client requests: byte 0 = read size, then
+# frames (HPACK literals without indexing, no Huffman: enough for the fuzzer to start from)
+def hpack(fields):
+    out = b""
+    for n, v in fields:
+        out += b"\x00" + bytes([len(n)]) + n.encode() + bytes([len(v)]) + v.encode()
+    return out
+def frame(kind, flags, sid, payload):
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + sid.to_bytes(4, "big") + payload
+HEADERS, DATA, END_STREAM, END_HEADERS = 1, 0, 1, 4
+for size in (0xff, 0x07):
+    put(11, bytes([size])
+        + frame(HEADERS, END_HEADERS, 1, hpack([(":status", "200"), ("content-type", "application/grpc"), ("x-request-id", "up")]))
+        + frame(DATA, 0, 1, b"\x00\x00\x00\x00\x02hi")
+        + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack([("grpc-status", "0"), ("grpc-message", "ok")]))
+        + frame(HEADERS, END_HEADERS, 3, hpack([(":status", "103"), ("link", "</a>")]))
+        + frame(HEADERS, END_HEADERS | END_STREAM, 3, hpack([(":status", "204")])))
+    put(12, bytes([size])
+        + frame(HEADERS, END_HEADERS | END_STREAM, 1, hpack([
+            (":method", "GET"), (":scheme", "http"), (":path", "/a?b=1"), (":authority", "api.example"),
+            ("user-agent", "fuzz/1.0"), ("accept", "*/*"), ("cookie", "a=1"), ("cookie", "b=2"),
+            ("x-forwarded-for", "10.0.0.1"), ("x-assertgate-trust", "spoof")]))
+        + frame(HEADERS, END_HEADERS, 3, hpack([
+            (":method", "POST"), (":scheme", "https"), (":path", "/api/items"), ("content-type", "application/grpc"),
+            ("te", "trailers"), ("grpc-timeout", "100m")]))
+        + frame(DATA, 0, 3, b"\x00\x00\x00\x00\x02hi")
+        + frame(HEADERS, END_HEADERS | END_STREAM, 3, hpack([("x-trailer", "done")])))
 PY
     echo "gateway seeds: $(ls "$seeds" | wc -l)"
 
