@@ -506,16 +506,7 @@ func fuzzUpstreamH2(_ bytes: [UInt8]) {
     _ = try? session.drain(into: &out, events: &events)
     var input: [UInt8] = [0, 0, 0, 4, 0, 0, 0, 0, 0]  // SETTINGS, empty
     input += bytes.dropFirst()
-    // Fed in pieces of a size the input picks: state must carry across reads.
-    let piece = max(1, Int(first))
-    var offset = 0
-    while offset < input.count {
-        let end = min(input.count, offset + piece)
-        do { try session.feed(ByteBuffer(bytes: input[offset..<end]), into: &events) } catch { break }
-        offset = end
-        out = nil
-        _ = try? session.drain(into: &out, events: &events)
-    }
+    feedInPieces(session, input, piece: Int(first), events: &events)
     for e in events {
         switch e {
         case .response(let id, let head, _):
@@ -555,16 +546,7 @@ func fuzzServerH2(_ bytes: [UInt8]) {
     var input = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
     input += bytes.dropFirst()
     var events: [HTTP2Session.Event] = []
-    var out: ByteBuffer?
-    let piece = max(1, Int(first))
-    var offset = 0
-    while offset < input.count {
-        let end = min(input.count, offset + piece)
-        do { try session.feed(ByteBuffer(bytes: input[offset..<end]), into: &events) } catch { break }
-        offset = end
-        out = nil
-        _ = try? session.drain(into: &out, events: &events)
-    }
+    feedInPieces(session, input, piece: Int(first), events: &events)
     var begun = Set<Int32>()
     for e in events {
         switch e {
@@ -604,5 +586,20 @@ func fuzzServerH2(_ bytes: [UInt8]) {
         default:
             break
         }
+    }
+}
+
+/// Feeds `input` in pieces of a size the input picks (state must carry
+/// across reads), draining what the session answers after each.
+func feedInPieces(_ session: HTTP2Session, _ input: [UInt8], piece: Int, events: inout [HTTP2Session.Event]) {
+    let piece = max(1, piece)
+    var out: ByteBuffer?
+    var offset = 0
+    while offset < input.count {
+        let end = min(input.count, offset + piece)
+        do { try session.feed(ByteBuffer(bytes: input[offset..<end]), into: &events) } catch { break }
+        offset = end
+        out = nil
+        _ = try? session.drain(into: &out, events: &events)
     }
 }
