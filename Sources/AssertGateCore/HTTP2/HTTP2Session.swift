@@ -951,7 +951,7 @@ final class HTTP2Session {
         let vs = block.response?.bytes.count ?? 0
         block.response?.bytes.append(contentsOf: value)
         // The gateway sets its own X-Request-Id.
-        let forward = !(name.count == 12 && name.elementsEqual("x-request-id".utf8))
+        let forward = !Self.equals(name, "x-request-id")
         block.response?.fields.append(
             .init(nameStart: ns, nameLength: name.count, valueStart: vs, valueLength: value.count, forward: forward))
     }

@@ -47,8 +47,7 @@ enum HeaderRewriter {
             while k < lowerPrefix.count, ASCII.lower(name[k]) == lowerPrefix[k] { k += 1 }
             if k == lowerPrefix.count { return true }
         }
-        for b in name where b == UInt8(ascii: "_") { return true }
-        return false
+        return name.contains(underscore)
     }
 
     /// Names the gateway sets or owns, as a CGI-style server would read them.
@@ -271,21 +270,32 @@ extension UpstreamHeaderSink {
     }
 }
 
-/// The last rendering of the forwarding lines (`UpstreamHeadWriter.addForwarding`):
-/// one per worker, so loop-confined; a connection's requests hit it.
+/// The last rendering of the forwarding fields, per kind of upstream head
+/// (`addForwarding` of `UpstreamHeadWriter` and `UpstreamH2Head`): one per
+/// worker, so loop-confined; a connection's requests hit it.
 final class ForwardingCache {
-    var client = ""
-    var scheme = ""
-    /// Bytes, not a `ByteBuffer`: copied with one reserved write (`writeBuffer` cost ~350 instructions).
-    var lines: [UInt8] = []
-    var valid = true
-    /// The same three fields for an HTTP/2 upstream (`UpstreamH2Head.addForwarding`):
-    /// lower-case names and values back to back, and where each is.
-    var h2Client = ""
-    var h2Scheme = ""
-    var h2Bytes: [UInt8] = []
-    var h2Fields: [UpstreamH2Head.Span] = []
-    var h2Valid = true
+    /// One head kind's rendering, for the client address and scheme it was made for.
+    struct Rendering<Value> {
+        private(set) var client = ""
+        private(set) var scheme = ""
+        private var last: (value: Value, valid: Bool)?
+
+        /// The last rendering when it was for `client` and `scheme`, else
+        /// `render`'s, kept for the next request.
+        mutating func value(client: String, scheme: String, render: () -> (Value, Bool)) -> (Value, valid: Bool) {
+            if let last, self.client == client, self.scheme == scheme { return last }
+            let made = render()
+            self.client = client
+            self.scheme = scheme
+            last = made
+            return made
+        }
+    }
+    /// HTTP/1.1: the three lines as bytes, copied with one reserved write
+    /// (not a `ByteBuffer`: `writeBuffer` cost ~350 instructions).
+    var http1 = Rendering<[UInt8]>()
+    /// HTTP/2: lower-case names and values back to back, and where each is.
+    var http2 = Rendering<(bytes: [UInt8], spans: [UpstreamH2Head.Span])>()
 }
 
 /// For sinks that take whole values (`HTTPHeaders`, the HTTP/2 head): the
@@ -397,16 +407,13 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
         guard xff == nil, forwarded == nil, let cache = forwarding else {
             return addForwardingLines(xff: xff, forwarded: forwarded, client: client, scheme: scheme)
         }
-        if cache.client != client || cache.scheme != scheme || cache.lines.isEmpty {
+        let (lines, valid) = cache.http1.value(client: client, scheme: scheme) {
             var w = UpstreamHeadWriter(buffer: ByteBufferAllocator().buffer(capacity: 2 * client.utf8.count + 80))
             w.addForwardingLines(xff: nil, forwarded: nil, client: client, scheme: scheme)
-            cache.client = client
-            cache.scheme = scheme
-            cache.lines = Array(w.buffer.readableBytesView)
-            cache.valid = w.isValid
+            return (Array(w.buffer.readableBytesView), w.isValid)
         }
-        if !cache.valid { isValid = false }
-        cache.lines.withUnsafeBufferPointer { put($0, "") }
+        if !valid { isValid = false }
+        lines.withUnsafeBufferPointer { put($0, "") }
     }
 
     /// A writer of loose lines (the forwarding cache's rendering).

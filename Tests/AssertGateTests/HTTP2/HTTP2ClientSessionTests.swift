@@ -279,7 +279,7 @@ import Testing
             let plain = try #require(Self.rewritten(client, address: address, scheme: scheme))
             #expect(cached.fields.map(\.0) == plain.fields.map(\.0))
             #expect(cached.fields.map(\.1) == plain.fields.map(\.1))
-            #expect(cache.h2Client == address && cache.h2Scheme == scheme)
+            #expect(cache.http2.client == address && cache.http2.scheme == scheme)
             #expect(cached.fields.contains { $0 == ("x-forwarded-for", address) })
             #expect(cached.fields.contains { $0 == ("x-forwarded-proto", scheme) })
         }

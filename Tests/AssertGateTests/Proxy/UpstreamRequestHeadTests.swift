@@ -35,7 +35,7 @@ import Testing
             let cached = try #require(head(client: client, address: address, scheme: scheme, forwarding: cache))
             let plain = try #require(head(client: client, address: address, scheme: scheme))
             #expect(String(buffer: cached.bytes) == String(buffer: plain.bytes))
-            #expect(cache.client == address && cache.scheme == scheme)
+            #expect(cache.http1.client == address && cache.http1.scheme == scheme)
             let text = String(buffer: cached.bytes)
             let node = address.contains(":") ? "\"[\(address)]\"" : address
             #expect(text.hasSuffix(

@@ -62,7 +62,14 @@ struct UpstreamH2Head: UpstreamValueSink {
 
     var count: Int { regular.count + (authority == nil ? 3 : 4) }
 
-    mutating func add(name: String, value: String) {
+    mutating func add(name: String, value: String) { addField(name, value, checked: false) }
+
+    /// nghttp2 has checked an HTTP/2 client's field and its name is lower
+    /// case (RFC 9113 §8.2.1, HTTP messaging on in `HTTP2Session`): copied
+    /// without a second look.
+    mutating func addClientField(name: String, value: String) { addField(name, value, checked: clientFieldsChecked) }
+
+    private mutating func addField(_ name: String, _ value: String, checked: Bool) {
         // Length first: most names are rejected by one integer compare.
         let n = name.utf8.count
         if n == 4, ASCII.equalsCI(name, "host") {
@@ -70,25 +77,7 @@ struct UpstreamH2Head: UpstreamValueSink {
             return
         }
         if Self.isConnectionSpecific(name, length: n) { return }
-        regular.append(appendField(name, value))
-    }
-
-    /// nghttp2 has checked an HTTP/2 client's field and its name is lower
-    /// case (RFC 9113 §8.2.1, HTTP messaging on in `HTTP2Session`): one copy.
-    mutating func addClientField(name: String, value: String) {
-        guard clientFieldsChecked else { return add(name: name, value: value) }
-        let n = name.utf8.count
-        if (n == 4 && ASCII.equalsCI(name, "host")) || Self.isConnectionSpecific(name, length: n) {
-            return add(name: name, value: value)
-        }
-        var name = name
-        var value = value
-        let ns = bytes.count
-        name.withUTF8 { bytes.append(contentsOf: $0) }
-        let vs = bytes.count
-        value.withUTF8 { bytes.append(contentsOf: $0) }
-        if vs == ns { isValid = false }
-        regular.append((ns, vs - ns, vs, bytes.count - vs))
+        regular.append(appendField(name, value, checked: checked))
     }
 
     /// The three forwarding fields of a client that sent none, rendered once
@@ -97,19 +86,15 @@ struct UpstreamH2Head: UpstreamValueSink {
         guard xff == nil, forwarded == nil, let cache = forwarding else {
             return addForwardingLines(xff: xff, forwarded: forwarded, client: client, scheme: scheme)
         }
-        if cache.h2Client != client || cache.h2Scheme != scheme || cache.h2Fields.isEmpty {
+        let (fields, valid) = cache.http2.value(client: client, scheme: scheme) {
             var loose = UpstreamH2Head(fieldsOnly: ())
             loose.addForwardingLines(xff: nil, forwarded: nil, client: client, scheme: scheme)
-            cache.h2Client = client
-            cache.h2Scheme = scheme
-            cache.h2Bytes = loose.bytes
-            cache.h2Fields = loose.regular
-            cache.h2Valid = loose.isValid
+            return ((loose.bytes, loose.regular), loose.isValid)
         }
-        if !cache.h2Valid { isValid = false }
+        if !valid { isValid = false }
         let base = bytes.count
-        bytes.append(contentsOf: cache.h2Bytes)
-        for f in cache.h2Fields {
+        bytes.append(contentsOf: fields.bytes)
+        for f in fields.spans {
             regular.append((f.nameStart + base, f.nameLength, f.valueStart + base, f.valueLength))
         }
     }
@@ -129,34 +114,30 @@ struct UpstreamH2Head: UpstreamValueSink {
         if trailers { regular.append(append("te", "trailers")) }
     }
 
-    /// Copies a field, lower-casing the name and checking every byte as it
-    /// goes (bulk copies, then one pass in place: no per-byte append).
-    private mutating func appendField(_ name: String, _ value: String) -> Span {
+    /// Copies a field (bulk copies). Unless `checked`, the name is then
+    /// lower-cased and checked in place and the value checked, as
+    /// `UpstreamHeadWriter` checks them; an empty name is never sent.
+    private mutating func appendField(_ name: String, _ value: String, checked: Bool) -> Span {
         var name = name
         var value = value
         let ns = bytes.count
-        var ok = true
-        let span = name.withUTF8 { n in
-            value.withUTF8 { v -> Span in
-                bytes.append(contentsOf: n)
-                let vs = bytes.count
-                bytes.append(contentsOf: v)
-                bytes.withUnsafeMutableBufferPointer { b in
+        name.withUTF8 { bytes.append(contentsOf: $0) }
+        let vs = bytes.count
+        value.withUTF8 { bytes.append(contentsOf: $0) }
+        var ok = vs > ns
+        if ok, !checked {
+            bytes.withUnsafeMutableBufferPointer { b in
+                ASCII.tokenLowerTable.withUnsafeBufferPointer { t in
                     for i in ns..<vs {
-                        let c = b[i]
-                        if !ASCII.isTokenByte(c) { ok = false }
-                        b[i] = ASCII.lower(c)
-                    }
-                    for i in vs..<b.count {
-                        let c = b[i]
-                        if c < 0x20 ? c != 0x09 : c == 0x7F { ok = false }
+                        let lower = t[Int(b[i])]
+                        if lower == 0 { ok = false } else { b[i] = lower }
                     }
                 }
-                return (ns, vs - ns, vs, v.count)
+                if !UpstreamHeadWriter.isFieldValue(UnsafeBufferPointer(rebasing: b[vs...])) { ok = false }
             }
         }
-        if !ok || span.nameLength == 0 { isValid = false }
-        return span
+        if !ok { isValid = false }
+        return (ns, vs - ns, vs, bytes.count - vs)
     }
 
     /// A pseudo-header or a field the gateway itself spells in lower case.
