@@ -129,15 +129,10 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     /// Copies queued bytes into `dst` (nghttp2's frame buffer). Runs inside an
     /// nghttp2 callback: touches only this object.
     private func fill(_ dst: UnsafeMutableRawBufferPointer) -> Int {
-        guard let base = dst.baseAddress else { return 0 }
+        guard dst.baseAddress != nil else { return 0 }
         var written = 0
         while written < dst.count, var head = outFirst {
-            let n = min(dst.count - written, head.readableBytes)
-            head.withUnsafeReadableBytes { src in
-                if let from = src.baseAddress { (base + written).copyMemory(from: from, byteCount: n) }
-            }
-            head.moveReaderIndex(forwardBy: n)
-            written += n
+            written += head.moveBytes(into: dst, at: written)
             if head.readableBytes == 0 {
                 outFirst = outQueue.isEmpty ? nil : outQueue.removeFirst()
             } else {

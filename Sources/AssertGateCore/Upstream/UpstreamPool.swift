@@ -238,10 +238,6 @@ final class EndpointPool {
     /// Distinguishes this pool in `UpstreamHealth` (one per worker and endpoint).
     private lazy var healthKey = "\(endpoint) worker \(ObjectIdentifier(pool).hashValue)"
 
-    private func holds(_ client: String?) -> Int { shares.count(client) }
-    private func take(_ client: String?) { shares.take(client) }
-    private func give(_ client: String?) { shares.give(client) }
-
     private var perClientCap: Int { config?.effectiveMaxConnectionsPerClient ?? Int.max }
     private var totalCap: Int { max(1, config?.maxConnectionsPerEndpoint ?? 1) }
 
@@ -269,12 +265,12 @@ final class EndpointPool {
         let waiter = Waiter(delegate: delegate, now: now, client: client, responseTimeout: responseTimeout)
         // A client at its share waits for one of its own connections, even
         // when others are free: those are kept for everyone else.
-        if holds(client) >= perClientCap {
+        if shares.count(client) >= perClientCap {
             waiters.append(waiter)
             return
         }
         if let c = reusableIdle() {
-            take(client)
+            shares.take(client)
             c.begin(delegate: delegate, client: client, responseTimeout: responseTimeout, idleTimeout: config.idleTimeout)
             delegate.upstreamLeased(c)
             return
@@ -303,7 +299,7 @@ final class EndpointPool {
     private func connect(
         config: UpstreamConfig, client: String?, responseTimeout: TimeAmount, delegate: UpstreamExchangeDelegate
     ) {
-        take(client)
+        shares.take(client)
         total += 1
         let loop = pool.eventLoop
         // https:// without settings: only a snapshot whose TLS files did not
@@ -312,7 +308,7 @@ final class EndpointPool {
         let tls = endpoint.tls ? self.tls : nil
         if endpoint.tls, tls == nil {
             total -= 1
-            give(client)
+            shares.give(client)
             pool.logger.error("upstream has no TLS context", metadata: ["endpoint": "\(endpoint)"])
             delegate.upstreamLeaseFailed(.connectFailed)
             serveWaiter()
@@ -362,7 +358,7 @@ final class EndpointPool {
             loggedHandshakeFailure = false
             guard let handler else {
                 total -= 1
-                give(client)
+                shares.give(client)
                 channel.close(promise: nil)
                 delegate.upstreamLeaseFailed(.connectFailed)
                 serveWaiter()
@@ -378,7 +374,7 @@ final class EndpointPool {
             delegate.upstreamLeased(c)
         case .failure(let error):
             total -= 1
-            give(client)
+            shares.give(client)
             ejection.failed(endpoint: endpoint, logger: pool.logger)
             if let failed = error as? TLSClientHandshakeError, !loggedHandshakeFailure {
                 // The usual cause is configuration (CA, name, client certificate):
@@ -394,7 +390,7 @@ final class EndpointPool {
 
     /// A finished keep-alive connection: hand it to a waiter or park it.
     func release(_ c: UpstreamConnection) {
-        give(c.endLease())
+        shares.give(c.endLease())
         if c.tls?.generation != tls?.generation || !c.channel.isActive {
             // Verified under TLS settings a reload has replaced, or closed
             // while its last bytes were handed over: closing it lets a
@@ -403,7 +399,7 @@ final class EndpointPool {
             return
         }
         if let w = popEligibleWaiter() {
-            take(w.client)
+            shares.take(w.client)
             c.begin(delegate: w.delegate, client: w.client, responseTimeout: w.responseTimeout,
                     idleTimeout: config?.idleTimeout ?? .seconds(60))
             w.delegate.upstreamLeased(c)
@@ -418,7 +414,7 @@ final class EndpointPool {
 
     func connectionClosed(_ c: UpstreamConnection) {
         total -= 1
-        give(c.endLease())
+        shares.give(c.endLease())
         if let i = idle.firstIndex(where: { $0 === c }) { idle.remove(at: i) }
         serveWaiter()
     }
@@ -426,7 +422,7 @@ final class EndpointPool {
     /// The oldest waiter whose client is under its share (FIFO otherwise).
     private func popEligibleWaiter() -> Waiter? {
         let cap = perClientCap
-        guard let i = waiters.firstIndex(where: { holds($0.client) < cap }) else { return nil }
+        guard let i = waiters.firstIndex(where: { shares.count($0.client) < cap }) else { return nil }
         return waiters.remove(at: i)
     }
 

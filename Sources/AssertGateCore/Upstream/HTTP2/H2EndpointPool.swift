@@ -55,14 +55,12 @@ final class H2EndpointPool {
             for c in connections { c.retire() }  // in-flight streams finish there
         }
         let w = Waiter(delegate: delegate, now: now, client: client, responseTimeout: responseTimeout)
-        if held(client) < perClientCap, let c = roomiest() {
+        if shares.count(client) < perClientCap, let c = roomiest() {
             return grant(w, on: c)
         }
         waiters.append(w)
         connectIfNeeded()
     }
-
-    private func held(_ client: String?) -> Int { shares.count(client) }
 
     /// The ready connection with a free slot that is fullest (packing).
     private func roomiest() -> UpstreamH2Connection? {
@@ -85,7 +83,7 @@ final class H2EndpointPool {
         var skipped = CircularBuffer<Waiter>()
         let cap = perClientCap
         while let w = waiters.popFirst() {
-            guard held(w.client) < cap else {
+            guard shares.count(w.client) < cap else {
                 skipped.append(w)
                 continue
             }
@@ -108,7 +106,7 @@ final class H2EndpointPool {
     private func connectIfNeeded() {
         guard !waiters.isEmpty, let config else { return }
         let cap = perClientCap
-        let eligible = waiters.reduce(0) { $0 + (held($1.client) < cap ? 1 : 0) }
+        let eligible = waiters.reduce(0) { $0 + (shares.count($1.client) < cap ? 1 : 0) }
         let coming = connecting * max(1, config.maxStreamsPerConnection)
         guard eligible > coming, connections.count + retiring.count + connecting < maxConnections else { return }
         connect(config: config)
