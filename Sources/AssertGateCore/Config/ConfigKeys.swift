@@ -23,6 +23,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case upstream
     case route
     case routeMatch
+    case routeLimits
     case rules
     case ruleSet
     case deviceBits
@@ -64,9 +65,10 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .route:
             return [
                 "match", "upstream", "mode", "challenge", "bindBody", "maxBodyBytes", "onStoreError", "maxRiskMetric",
-                "forwardAssertionHeaders", "rules", "deviceCheck", "fallback", "onDeviceCheckError",
+                "forwardAssertionHeaders", "rules", "deviceCheck", "fallback", "onDeviceCheckError", "limits",
             ]
         case .routeMatch: return ["prefix", "exact", "regex", "methods"]
+        case .routeLimits: return ["maxRequestBodyBytes", "requestBodyTimeout", "minRequestBodyRate", "responseTimeout"]
         case .rules: return ["require", "flag"]
         case .ruleSet:
             return ["environments", "launchCategories", "minAppVersion", "keyPolicy", "maxUserKeys", "maxRiskMetric", "deviceBits"]
@@ -113,6 +115,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .upstream: return ["upstreams.<name>"]
         case .route: return ["routes[]"]
         case .routeMatch: return ["routes[].match"]
+        case .routeLimits: return ["routes[].limits"]
         case .rules: return ["apps[].rules", "routes[].rules"]
         // `<rules>` stands for `apps[].rules` and `routes[].rules`.
         case .ruleSet: return ["<rules>.require", "<rules>.flag"]

@@ -28,7 +28,7 @@ struct ConfigSectionParser {
                 itemLine(top, "routes", i, key: "deviceCheck"),
                 "routes[\(i)].deviceCheck: needs the top-level deviceCheck: section (Apple's key; `deviceCheck: {}` takes fraudMetric's)")
         }
-        resolveIdleTimeouts(&listeners, upstreams: upstreams ?? [:], top: top)
+        resolveIdleTimeouts(&listeners, upstreams: upstreams ?? [:], routes: routes ?? [], limits: limits, top: top)
         crossCheck(listeners: listeners, admin: admin, top: top)
         guard let upstreams, let routes else { return nil }
         return GatewayConfig(
@@ -491,9 +491,12 @@ struct ConfigSectionParser {
                 }
             }
             let bindBody = reader.bool(view, "bindBody")
+            let routeLimits = view["limits"].map { parseRouteLimits($0, path: "\(path).limits") } ?? RouteLimits()
+            let maxRequestBody = routeLimits.maxRequestBodyBytes ?? limits.maxRequestBodyBytes
             let maxBody = reader.size(view, "maxBodyBytes")
-            if let maxBody, maxBody > limits.maxRequestBodyBytes, let n = view["maxBodyBytes"] {
-                reader.error(at: n, "\(path).maxBodyBytes: \(SizeParser.format(maxBody)) exceeds limits.maxRequestBodyBytes (\(SizeParser.format(limits.maxRequestBodyBytes)))")
+            if let maxBody, maxBody > maxRequestBody, let n = view["maxBodyBytes"] {
+                let limitKey = routeLimits.maxRequestBodyBytes == nil ? "limits.maxRequestBodyBytes" : "\(path).limits.maxRequestBodyBytes"
+                reader.error(at: n, "\(path).maxBodyBytes: \(SizeParser.format(maxBody)) exceeds \(limitKey) (\(SizeParser.format(maxRequestBody)))")
             }
             let onStoreError = reader.oneOf(view, "onStoreError", StoreErrorAction.self)
             let maxRisk = reader.int(view, "maxRiskMetric", min: 0)
@@ -533,7 +536,8 @@ struct ConfigSectionParser {
             var route = RouteConfig(match: match, upstream: upstream, mode: mode)
             route.challengeRequired = challengeRequired
             if let bindBody { route.bindBody = bindBody }
-            route.maxBodyBytes = maxBody ?? min(route.maxBodyBytes, limits.maxRequestBodyBytes)
+            route.maxBodyBytes = maxBody ?? min(route.maxBodyBytes, maxRequestBody)
+            route.limits = routeLimits
             if let onStoreError { route.onStoreError = onStoreError }
             if let rules { route.rules = rules }
             if let maxRisk { route.maxRiskMetric = maxRisk }
@@ -544,6 +548,18 @@ struct ConfigSectionParser {
             result.append(route)
         }
         return result
+    }
+
+    /// `routes[].limits`: the route's own values of the global body limits
+    /// and of its upstream's `responseTimeout`.
+    func parseRouteLimits(_ node: Node, path: String) -> RouteLimits {
+        var l = RouteLimits()
+        guard let view = reader.mapping(node, path: path, section: .routeLimits) else { return l }
+        l.maxRequestBodyBytes = reader.size(view, "maxRequestBodyBytes")
+        l.requestBodyTimeout = reader.duration(view, "requestBodyTimeout")
+        l.minRequestBodyRate = reader.size(view, "minRequestBodyRate")
+        l.responseTimeout = reader.duration(view, "responseTimeout")
+        return l
     }
 
     func routeMatch(_ node: Node, path: String) -> RouteMatch? {
@@ -723,32 +739,40 @@ struct ConfigSectionParser {
 
     // MARK: cross-section checks
 
-    /// A request may wait `responseTimeout` for its upstream without a byte on
-    /// the client connection, so the idle timeout must outlast the slowest
-    /// upstream: unset, it is 120 s or that plus 30 s, whichever is longer;
-    /// set, it must be longer.
+    /// A request may wait `responseTimeout` for its upstream, or its client
+    /// `requestBodyTimeout` between body bytes, without a byte on the client
+    /// connection, so the idle timeout must outlast the longest of these
+    /// waits, the routes' own (`routes[].limits`) included: unset, it is 120 s
+    /// or that plus 30 s, whichever is longer; set, it must be longer.
     func resolveIdleTimeouts(
-        _ listeners: inout [ListenerConfig], upstreams: [String: UpstreamConfig], top: ConfigReader.MappingView
+        _ listeners: inout [ListenerConfig], upstreams: [String: UpstreamConfig], routes: [RouteConfig],
+        limits: LimitsConfig, top: ConfigReader.MappingView
     ) {
-        // Ties go to the first name, so the error names the same upstream every run.
-        let slowest = upstreams.max {
-            ($0.value.responseTimeout, $1.key) < ($1.value.responseTimeout, $0.key)
+        // Candidates in a fixed order and ties to the first, so the error names the same key every run.
+        var waits: [(TimeAmount, String)] = upstreams.sorted { $0.key < $1.key }.map {
+            ($0.value.responseTimeout, "upstreams.\($0.key).responseTimeout")
         }
+        waits.append((limits.requestBodyTimeout, "limits.requestBodyTimeout"))
+        for (i, r) in routes.enumerated() {
+            if let t = r.limits.responseTimeout { waits.append((t, "routes[\(i)].limits.responseTimeout")) }
+            if let t = r.limits.requestBodyTimeout { waits.append((t, "routes[\(i)].limits.requestBodyTimeout")) }
+        }
+        var longest: (wait: TimeAmount, key: String)?
+        for w in waits where w.0 > (longest?.wait ?? .zero) { longest = w }
         for i in listeners.indices {
-            guard let slowest else {
+            guard let longest else {
                 if listeners[i].idleTimeout == nil { listeners[i].idleTimeout = ListenerConfig.defaultIdleTimeout }
                 continue
             }
             guard let idle = listeners[i].idleTimeout else {
-                listeners[i].idleTimeout = max(
-                    ListenerConfig.defaultIdleTimeout, slowest.value.responseTimeout + .seconds(30))
+                listeners[i].idleTimeout = max(ListenerConfig.defaultIdleTimeout, longest.wait + .seconds(30))
                 continue
             }
-            if idle <= slowest.value.responseTimeout {
+            if idle <= longest.wait {
                 reader.error(
                     listenerLine(top, i, key: "idleTimeout"),
                     "listeners[\(i)].idleTimeout: \(DurationParser.format(idle)) must be longer than "
-                        + "upstreams.\(slowest.key).responseTimeout (\(DurationParser.format(slowest.value.responseTimeout)))")
+                        + "\(longest.key) (\(DurationParser.format(longest.wait)))")
             }
         }
     }

@@ -84,6 +84,7 @@ public enum ConfigSummary {
                 line += ", forwardAssertionHeaders \(r.forwardAssertionHeaders)"
             }
             out.append(line)
+            if !r.limits.isEmpty { out.append("      its own limits: " + routeLimits(r.limits)) }
         }
         out += RulesSummary.lines(config)
         let l = config.limits
@@ -107,6 +108,16 @@ public enum ConfigSummary {
         }
         out.append("logging: level \(config.logging.level), format \(config.logging.format.rawValue)")
         return out.joined(separator: "\n") + "\n"
+    }
+
+    /// Only what the route sets: the rest is the global `limits` line's, or the upstream's.
+    private static func routeLimits(_ l: RouteLimits) -> String {
+        var parts: [String] = []
+        if let n = l.maxRequestBodyBytes { parts.append("maxRequestBodyBytes \(SizeParser.format(n))") }
+        if let t = l.requestBodyTimeout { parts.append("requestBodyTimeout \(DurationParser.format(t))") }
+        if let n = l.minRequestBodyRate { parts.append("minRequestBodyRate \(n == 0 ? "off" : SizeParser.format(n) + "/s")") }
+        if let t = l.responseTimeout { parts.append("responseTimeout \(DurationParser.format(t))") }
+        return parts.joined(separator: ", ")
     }
 
     private static func rate(_ r: RateConfig) -> String {

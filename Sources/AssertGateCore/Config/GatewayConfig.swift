@@ -343,6 +343,7 @@ public struct RouteConfig: Sendable {
         var deviceCheck: DeviceCheckMode = .none
         var fallback: RouteFallback?
         var onDeviceCheckError: StoreErrorAction
+        var limits = RouteLimits()
     }
 
     private final class Box: Sendable {
@@ -414,11 +415,56 @@ public struct RouteConfig: Sendable {
         get { box.fields.onDeviceCheckError }
         set { box = with { $0.onDeviceCheckError = newValue } }
     }
+    /// What the route changes of the limits every request has.
+    public var limits: RouteLimits {
+        get { box.fields.limits }
+        set { box = with { $0.limits = newValue } }
+    }
     public init(match: RouteMatch, upstream: String, mode: PolicyMode) {
         box = Box(
             Fields(
                 match: match, upstream: upstream, mode: mode, onStoreError: mode == .enforce ? .reject : .forward,
                 onDeviceCheckError: mode == .enforce ? .reject : .forward))
+    }
+}
+
+/// A route's own values of the limits on a request's body and on the wait for
+/// its answer (`routes[].limits`); nil keeps the global value
+/// (`limits.*`), or the upstream's for `responseTimeout`. Long-lived streams
+/// (a gRPC chat, a server-sent subscription) need more than an ordinary
+/// request, and raising the global limits would loosen them for every route.
+public struct RouteLimits: Sendable, Equatable {
+    public var maxRequestBodyBytes: Int?
+    public var requestBodyTimeout: TimeAmount?
+    public var minRequestBodyRate: Int?
+    public var responseTimeout: TimeAmount?
+    public init() {}
+
+    public var isEmpty: Bool { self == RouteLimits() }
+
+    /// The body limits a request on the route has, `global` where the route sets none.
+    public func body(_ global: LimitsConfig) -> BodyLimits {
+        BodyLimits(
+            maxBytes: maxRequestBodyBytes ?? global.maxRequestBodyBytes,
+            timeout: requestBodyTimeout ?? global.requestBodyTimeout,
+            minRate: minRequestBodyRate ?? global.minRequestBodyRate)
+    }
+}
+
+/// The three limits a request body is held to, resolved for its route.
+public struct BodyLimits: Sendable, Equatable {
+    public var maxBytes: Int
+    public var timeout: TimeAmount
+    public var minRate: Int
+
+    public init(_ global: LimitsConfig) {
+        self.init(maxBytes: global.maxRequestBodyBytes, timeout: global.requestBodyTimeout, minRate: global.minRequestBodyRate)
+    }
+
+    public init(maxBytes: Int, timeout: TimeAmount, minRate: Int) {
+        self.maxBytes = maxBytes
+        self.timeout = timeout
+        self.minRate = minRate
     }
 }
 

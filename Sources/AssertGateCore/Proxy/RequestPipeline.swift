@@ -82,6 +82,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// Body bytes received and not yet taken by the upstream (queued, or
     /// written and not yet flushed): the gateway, not the client, is behind.
     private var bodyHeld = 0
+    /// The global body limits, or the route's own (`routes[].limits`) once it is known.
+    private var bodyLimits: BodyLimits
     private var bodyClock: BodyClock?
     private var bodyTimer: Scheduled<Void>?
     /// The route's DeviceCheck work (risk.md §3): started with the head, in
@@ -108,6 +110,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         self.refusal = refusal
         self.exchange = ExchangeState(requestComplete: body.isEmpty)
         self.record = RequestRecord(startedAt: worker.observer != nil ? .now() : nil)
+        self.bodyLimits = BodyLimits(request.snapshot.config.limits)
     }
 
     private var snapshot: GatewaySnapshot { request.snapshot }
@@ -121,12 +124,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     func start() {
         guard case .idle = stage else { preconditionFailure("start called twice") }
         if let refusal { return answer(refusal) }
-        if case .contentLength(let n) = bodyInfo.framing, n > snapshot.config.limits.maxRequestBodyBytes {
-            return answer(Rejection(.bodyTooLarge, "content-length over limits.maxRequestBodyBytes"))
-        }
-        if !exchange.requestIsComplete { startBodyClock() }
         let path = request.path
         for handler in worker.localHandlers where handler.claims(path: path, snapshot: snapshot) {
+            guard admitBody() else { return }
             return decide(.local(handler), bufferLimit: handler.maxBodyBytes)
         }
         let route: RouteConfig
@@ -137,13 +137,31 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         // Labels the request's metrics with its route even when the gate rejects it.
         record.upstream = route.upstream
+        if !route.limits.isEmpty { bodyLimits = route.limits.body(snapshot.config.limits) }
+        guard admitBody() else { return }
         if route.deviceCheck != .none { startDeviceCheck(route) }
         switch worker.gate.bodyPolicy(for: request, route: route) {
         case .stream:
             runGate(route, body: nil)
         case .buffer(let limit):
-            decide(.gate(route), bufferLimit: min(limit, snapshot.config.limits.maxRequestBodyBytes))
+            decide(.gate(route), bufferLimit: min(limit, bodyLimits.maxBytes))
         }
+    }
+
+    /// A body announced over the request's limit is refused before a byte of
+    /// it is read; one still to come starts its clock.
+    private func admitBody() -> Bool {
+        if case .contentLength(let n) = bodyInfo.framing, n > bodyLimits.maxBytes {
+            answer(Rejection(.bodyTooLarge, "content-length over \(bodyLimitName)"))
+            return false
+        }
+        if !exchange.requestIsComplete { startBodyClock() }
+        return true
+    }
+
+    /// The key an operator raises when a body is over its limit.
+    private var bodyLimitName: String {
+        bodyLimits.maxBytes == snapshot.config.limits.maxRequestBodyBytes ? "limits.maxRequestBodyBytes" : "the route's limits.maxRequestBodyBytes"
     }
 
     /// Buffers the body for `decider`, which runs once it is complete.
@@ -273,9 +291,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     // MARK: request-body clock
 
     private func startBodyClock() {
-        let limits = snapshot.config.limits
         let clock = BodyClock(
-            now: worker.eventLoop.now, timeout: limits.requestBodyTimeout, minRate: limits.minRequestBodyRate, received: bodyReceived)
+            now: worker.eventLoop.now, timeout: bodyLimits.timeout, minRate: bodyLimits.minRate, received: bodyReceived)
         bodyClock = clock
         armBodyTimer(clock.deadline(received: bodyReceived))
     }
@@ -360,11 +377,11 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     private func checkStreamLimit() -> Bool {
-        guard bodyReceived > snapshot.config.limits.maxRequestBodyBytes else { return true }
+        guard bodyReceived > bodyLimits.maxBytes else { return true }
         if exchange.responseStarted {
             fail()
         } else {
-            answer(Rejection(.bodyTooLarge, "body over limits.maxRequestBodyBytes"))
+            answer(Rejection(.bodyTooLarge, "body over \(bodyLimitName)"))
         }
         return false
     }
@@ -518,10 +535,13 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
         }
         stage = .leasing(route, attempt: attempt)
-        // A gRPC client's deadline caps how long the gateway waits for this answer
-        // (this request's alone: the pool keeps the upstream's own timeout).
-        var responseTimeout: TimeAmount?
-        if let cap = GRPCTimeout.parse(request.headers.first(name: "grpc-timeout")), cap < upstream.responseTimeout {
+        // The route's own wait (a long-lived stream's), and a gRPC client's
+        // deadline, set how long the gateway waits for this answer (this
+        // request's alone: the pool keeps the upstream's own timeout).
+        var responseTimeout = route.limits.responseTimeout
+        if let cap = GRPCTimeout.parse(request.headers.first(name: "grpc-timeout")),
+            cap < (responseTimeout ?? upstream.responseTimeout)
+        {
             responseTimeout = cap
         }
         worker.upstreams.lease(

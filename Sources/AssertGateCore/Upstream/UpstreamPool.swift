@@ -262,7 +262,8 @@ final class EndpointPool {
             self.tls = newer
             for c in idle { c.close() }  // busy ones close when they come back
         }
-        let waiter = Waiter(delegate: delegate, now: now, client: client, responseTimeout: responseTimeout)
+        let waiter = Waiter(
+            delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: config.responseTimeout)
         // A client at its share waits for one of its own connections, even
         // when others are free: those are kept for everyone else.
         if shares.count(client) >= perClientCap {

@@ -7,13 +7,15 @@ struct UpstreamWaiter {
     var delegate: UpstreamExchangeDelegate
     var deadline: NIODeadline
     var client: String?
-    /// The upstream's, or less for this request (`grpc-timeout`).
+    /// The upstream's, or this request's own (its route's `limits.responseTimeout`, `grpc-timeout`).
     var responseTimeout: TimeAmount
 
-    /// Waits until its response timeout: past it the request is answered anyway.
-    init(delegate: UpstreamExchangeDelegate, now: NIODeadline, client: String?, responseTimeout: TimeAmount) {
+    /// Waits until its response timeout, at most the upstream's: past it the
+    /// request is answered anyway (a route that waits an hour for a stream's
+    /// next message does not wait an hour for a connection).
+    init(delegate: UpstreamExchangeDelegate, now: NIODeadline, client: String?, responseTimeout: TimeAmount, upstreamTimeout: TimeAmount) {
         self.delegate = delegate
-        self.deadline = now + responseTimeout
+        self.deadline = now + min(responseTimeout, upstreamTimeout)
         self.client = client
         self.responseTimeout = responseTimeout
     }

@@ -47,6 +47,7 @@ import Testing
             top["routes"] = "[{match: {prefix: /}, upstream: api, mode: passthrough, \(entry)}]"
             present = ["match", "upstream", "mode"]
         case "routes[].match": top["routes"] = "[{match: {\(entry)}, upstream: api, mode: passthrough}]"
+        case "routes[].limits": top["routes"] = "[{match: {prefix: /}, upstream: api, mode: passthrough, limits: {\(entry)}}]"
         case "apps[].rules": top["apps"] = "[{appId: ABCDE12345.com.example.app, rules: {\(entry)}}]"
         case "routes[].rules":
             top["routes"] = "[{match: {prefix: /}, upstream: api, mode: enforce, rules: {\(entry)}}]"

@@ -222,6 +222,73 @@ final class ScriptedGate: RequestGate {
         #expect(f.observer.timeouts == [.requestBody])
     }
 
+    @Test func aRoutesOwnBodyTimeoutReplacesTheGlobalOne() {
+        let f = Fixture {
+            $0.limits.requestBodyTimeout = .seconds(2)
+            $0.limits.minRequestBodyRate = 0
+            $0.routes[0].limits.requestBodyTimeout = .seconds(30)
+        }
+        f.gate.policy = .buffer(limit: 100)
+        let p = f.pipeline(framing: .contentLength(10))
+        p.start()
+        p.receiveBody(ByteBuffer(string: "abc"))
+        // Past the global 2 s, the route's stream is still waited for.
+        f.loop.advanceTime(by: .seconds(29))
+        #expect(f.sink.status == nil)
+        f.loop.advanceTime(by: .seconds(2))
+        #expect(f.sink.status == 408)
+        #expect(f.reason == "request-timeout")
+    }
+
+    @Test func aRoutesOwnMinimumRateReplacesTheGlobalOne() {
+        let f = Fixture {
+            $0.limits.requestBodyTimeout = .seconds(2)
+            $0.limits.minRequestBodyRate = 1024
+            $0.routes[0].limits.minRequestBodyRate = 0
+        }
+        f.gate.policy = .buffer(limit: 100)
+        let p = f.pipeline(framing: .contentLength(50))
+        p.start()
+        // A byte a second: far under 1 KiB/s, never quiet for 2 s.
+        for _ in 0..<10 {
+            p.receiveBody(ByteBuffer(string: "a"))
+            f.loop.advanceTime(by: .seconds(1))
+        }
+        #expect(f.sink.status == nil)
+        f.loop.advanceTime(by: .seconds(2))
+        #expect(f.sink.status == 408)
+    }
+
+    @Test func aRoutesOwnBodyLimitHoldsAboveOrBelowTheGlobalOne() {
+        // Above: an announced body the global limit would refuse is read.
+        let above = Fixture {
+            $0.limits.maxRequestBodyBytes = 10
+            $0.routes[0].limits.maxRequestBodyBytes = 100
+        }
+        above.gate.policy = .buffer(limit: 1000)
+        let a = above.pipeline(framing: .contentLength(50))
+        a.start()
+        if case .buffering(_, let limit) = a.stage {
+            #expect(limit == 100, "the gate's 1000 capped by the route's limit, got \(limit)")
+        } else {
+            Issue.record("expected buffering, got \(a.stage)")
+        }
+        // Below: an announced body over the route's limit is refused before a byte is read,
+        let below = Fixture { $0.routes[0].limits.maxRequestBodyBytes = 5 }
+        below.pipeline(framing: .contentLength(6)).start()
+        #expect(below.sink.status == 413)
+        #expect(below.observer.summaries.first?.detail == "content-length over the route's limits.maxRequestBodyBytes")
+        // and a streamed one as soon as it goes over.
+        let streamed = Fixture { $0.routes[0].limits.maxRequestBodyBytes = 5 }
+        let s = streamed.pipeline(framing: .chunked)
+        s.start()
+        s.receiveBody(ByteBuffer(string: "abc"))
+        #expect(streamed.sink.status == nil)
+        s.receiveBody(ByteBuffer(string: "def"))
+        #expect(streamed.sink.status == 413)
+        #expect(streamed.reason == "body-too-large")
+    }
+
     @Test func localHandlerAnswerGetsTheGatewaysRequestIdAndALength() {
         let f = Fixture()
         let local = EchoLengthHandler(eventLoop: f.loop)

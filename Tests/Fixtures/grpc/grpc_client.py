@@ -13,6 +13,8 @@ Modes:
               --window unanswered at a time (so a proxy that held the request
               stream back would stall it); every reply checked in order.
               --reset-at K: message K asks the server to end the call there.
+              --pause-after K --pause-ms P: nothing sent for P ms after message
+              K (replies to what was sent still come; then both ways are quiet).
   load        --seconds S of Say calls from --concurrency C threads: ok and
               failed counts, failed codes.
   cancel      starts Slow as --text, waits until the server (asked directly at
@@ -105,6 +107,9 @@ def chat(stub, args, metadata):
                     return
             sent[0] += 1
             yield pb2.EchoRequest(text=chat_text(i, args.size, args.reset_at), seq=i)
+            if i == args.pause_after:
+                # The scenario, not a wait: an app that has nothing to say for a while.
+                time.sleep(args.pause_ms / 1000)
 
     started = time.monotonic()
     received = 0
@@ -222,6 +227,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=3)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--stats-target")
+    parser.add_argument("--pause-after", type=int, default=-1,
+                        help="chat: after sending message K, send nothing for --pause-ms")
+    parser.add_argument("--pause-ms", type=int, default=0)
     parser.add_argument("--reset-at", type=int, default=-1,
                         help="chat: message N asks the server to cancel the call there")
     args = parser.parse_args()

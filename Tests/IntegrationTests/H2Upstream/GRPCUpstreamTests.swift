@@ -198,6 +198,38 @@ extension Integration {
             try await h.stop()
         }
 
+        /// A chat that goes quiet both ways for 2.5 s, on a gateway whose
+        /// global limits allow 1 s of silence in a request body and its
+        /// upstream 1 s in a response: it lives when its route has its own
+        /// limits (`routes[].limits`), and is cut when it has none. The
+        /// client's pause is the scenario under test, not a wait.
+        @Test(arguments: [true, false])
+        func aQuietChatLivesOnARouteWithItsOwnLimits(_ ownLimits: Bool) async throws {
+            let server = try GRPCServerFixture()
+            defer { server.stop() }
+            let limits = ownLimits ? ", limits: {requestBodyTimeout: 20s, minRequestBodyRate: 0, responseTimeout: 20s}" : ""
+            let h = try await H2Upstream.gateway(
+                upstreams: [H2Upstream.upstream("grpc", port: server.port, responseTimeout: "1s")],
+                routes: [H2Upstream.route("Chat", mode: "enforce", extra: ", bindBody: false" + limits)],
+                extraTopLevel: "limits: {requestBodyTimeout: 1s}")
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            let signed = try H2Upstream.assertion(h, device, method: "Chat", counter: 1)
+            let chat = try await GRPCClient.run(
+                ["chat", "--target", h.grpcTarget, "--count", "6", "--pause-after", "3", "--pause-ms", "2500", "--timeout", "30"]
+                    + signed, as: GRPCClient.Chat.self, timeout: 60)
+            if ownLimits {
+                #expect(chat.code == "OK", "\(chat)")
+                #expect(chat.sent == 6 && chat.received == 6 && chat.inOrder, "\(chat)")
+                #expect(chat.elapsedMs >= 2500, "the pause happened: \(chat.elapsedMs) ms")
+                #expect(try await server.stats().chatMessages == 6)
+            } else {
+                #expect(chat.code != "OK", "\(chat)")
+                #expect(chat.received == 4, "the replies before the pause came, none after: \(chat)")
+            }
+            try await h.stop()
+        }
+
         // MARK: (f) GOAWAY and multiplexing
 
         /// The server ends every connection with GOAWAY after about 300 ms

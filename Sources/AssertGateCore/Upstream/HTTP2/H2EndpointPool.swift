@@ -54,7 +54,8 @@ final class H2EndpointPool {
             self.tls = newer
             for c in connections { c.retire() }  // in-flight streams finish there
         }
-        let w = Waiter(delegate: delegate, now: now, client: client, responseTimeout: responseTimeout)
+        let w = Waiter(
+            delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: config.responseTimeout)
         if shares.count(client) < perClientCap, let c = roomiest() {
             return grant(w, on: c)
         }
