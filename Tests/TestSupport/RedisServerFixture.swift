@@ -112,6 +112,9 @@ public final class RedisServerFixture: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // None of the test process's sockets or pipes: a server that held
+        // them would keep a closed listener or a finished client's pipe open.
+        SpawnedProcess.closeInheritedDescriptors(&actions)
         var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for a in cArgs { free(a) } }
         // The child must not inherit this process's blocked signals (test

@@ -92,7 +92,7 @@ public final class SpawnedProcess: @unchecked Sendable {
     /// glibc's posix_spawn_file_actions_addclosefrom_np (2.34+; Swift's
     /// Glibc module does not declare it), else a close action per open
     /// descriptor above 2 (one that closes in the meantime is ignored).
-    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+    static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
         if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
             let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
             if addCloseFrom(&actions, 3) == 0 { return }
