@@ -15,18 +15,12 @@ private let minimalYAML = """
 
     """
 
-/// Loads YAML and returns the error lines (empty when valid).
 private func errors(_ yaml: String, env: [String: String] = [:], base: String? = nil) -> [String] {
-    do {
-        _ = try ConfigLoader(environment: env).load(yaml: yaml, filename: "config.yaml", baseDirectory: base)
-        return []
-    } catch {
-        return error.diagnostics.map(\.description)
-    }
+    ConfigText.errors(yaml, env: env, base: base)
 }
 
 private func load(_ yaml: String, env: [String: String] = [:], base: String? = nil) throws -> GatewayConfig {
-    try ConfigLoader(environment: env).load(yaml: yaml, filename: "config.yaml", baseDirectory: base)
+    try ConfigText.load(yaml, env: env, base: base)
 }
 
 /// The minimal file with `extra` appended at top level (a key not already in it).

@@ -19,21 +19,10 @@ import Testing
         """
     }
 
-    private static func load(_ yaml: String) throws -> GatewayConfig {
-        try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
-    }
 
-    private static func errors(_ yaml: String) -> [String] {
-        do {
-            _ = try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
-            return []
-        } catch {
-            return error.diagnostics.map(\.description)
-        }
-    }
 
     @Test func defaultsStopTheSlowClientsOfIssue14() throws {
-        let c = try Self.load(Self.yaml())
+        let c = try ConfigText.load(Self.yaml())
         #expect(c.limits.requestBodyTimeout == .seconds(10))
         #expect(c.limits.minRequestBodyRate == 1024)
         #expect(c.limits.streamWriteTimeout == .seconds(30))
@@ -47,7 +36,7 @@ import Testing
     }
 
     @Test func valuesAreRead() throws {
-        let c = try Self.load(
+        let c = try ConfigText.load(
             Self.yaml(
                 limits: "requestBodyTimeout: 3s, minRequestBodyRate: 0, streamWriteTimeout: 5s, maxBufferedBodyBytes: 8MiB, underscoresInHeaders: reject",
                 upstream: ", maxConnectionsPerEndpoint: 10, maxConnectionsPerClient: 7"))
@@ -64,13 +53,13 @@ import Testing
     }
 
     @Test func wrongValuesSayWhatIsWrong() {
-        let bad = Self.errors(Self.yaml(limits: "underscoresInHeaders: sometimes"))
+        let bad = ConfigText.errors(Self.yaml(limits: "underscoresInHeaders: sometimes"))
         #expect(bad.contains { $0.contains("limits.underscoresInHeaders: expected one of drop, reject, allow, got 'sometimes'") }, "\(bad)")
-        let zero = Self.errors(Self.yaml(limits: "streamWriteTimeout: 0s"))
+        let zero = ConfigText.errors(Self.yaml(limits: "streamWriteTimeout: 0s"))
         #expect(zero.contains { $0.contains("limits.streamWriteTimeout: must be greater than 0") }, "\(zero)")
-        let tiny = Self.errors(Self.yaml(limits: "maxBufferedBodyBytes: 1KiB"))
+        let tiny = ConfigText.errors(Self.yaml(limits: "maxBufferedBodyBytes: 1KiB"))
         #expect(tiny.contains { $0.contains("limits.maxBufferedBodyBytes: must be at least 64KiB") }, "\(tiny)")
-        let share = Self.errors(Self.yaml(upstream: ", maxConnectionsPerEndpoint: 4, maxConnectionsPerClient: 5"))
+        let share = ConfigText.errors(Self.yaml(upstream: ", maxConnectionsPerEndpoint: 4, maxConnectionsPerClient: 5"))
         #expect(share.contains { $0.contains("upstreams.api.maxConnectionsPerClient: 5 exceeds maxConnectionsPerEndpoint (4)") }, "\(share)")
     }
 }

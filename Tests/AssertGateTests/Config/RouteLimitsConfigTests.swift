@@ -21,21 +21,10 @@ import Testing
         """
     }
 
-    private static func load(_ yaml: String) throws -> GatewayConfig {
-        try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
-    }
 
-    private static func errors(_ yaml: String) -> [String] {
-        do {
-            _ = try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
-            return []
-        } catch {
-            return error.diagnostics.map(\.description)
-        }
-    }
 
     @Test func aRouteSetsItsOwnLimitsAndTheRestKeepTheGlobalOnes() throws {
-        let c = try Self.load(
+        let c = try ConfigText.load(
             Self.yaml(
                 route: ", limits: {maxRequestBodyBytes: 2GiB, requestBodyTimeout: 10m, minRequestBodyRate: 0, responseTimeout: 5m}",
                 limits: "requestBodyTimeout: 3s"))
@@ -57,45 +46,45 @@ import Testing
     }
 
     @Test func aPartialBlockKeepsTheGlobalValueOfEachKeyItOmits() throws {
-        let c = try Self.load(Self.yaml(route: ", limits: {requestBodyTimeout: 1m}", limits: "minRequestBodyRate: 2KiB"))
+        let c = try ConfigText.load(Self.yaml(route: ", limits: {requestBodyTimeout: 1m}", limits: "minRequestBodyRate: 2KiB"))
         #expect(c.routes[0].limits.body(c.limits) == BodyLimits(maxBytes: 16 << 20, timeout: .minutes(1), minRate: 2048))
         #expect(c.routes[0].limits.responseTimeout == nil)
     }
 
     @Test func theListenersIdleTimeoutOutlastsTheLongestWaitARouteAllows() throws {
         // Unset: the longest wait + 30 s (a stream quiet for 10 minutes is not cut as idle after 2).
-        let c = try Self.load(Self.yaml(route: ", limits: {requestBodyTimeout: 10m}"))
+        let c = try ConfigText.load(Self.yaml(route: ", limits: {requestBodyTimeout: 10m}"))
         #expect(c.listeners[0].idleTimeout == .seconds(630))
-        let r = try Self.load(Self.yaml(route: ", limits: {responseTimeout: 5m}"))
+        let r = try ConfigText.load(Self.yaml(route: ", limits: {responseTimeout: 5m}"))
         #expect(r.listeners[0].idleTimeout == .seconds(330))
         // Set: it must be longer, and the error names the key that needs it.
-        let e = Self.errors(Self.yaml(route: ", limits: {requestBodyTimeout: 10m}", listener: ", idleTimeout: 5m"))
+        let e = ConfigText.errors(Self.yaml(route: ", limits: {requestBodyTimeout: 10m}", listener: ", idleTimeout: 5m"))
         #expect(
             e.contains { $0.contains("listeners[0].idleTimeout: 5m must be longer than routes[0].limits.requestBodyTimeout (10m)") },
             "\(e)")
-        let global = Self.errors(Self.yaml(route: "", limits: "requestBodyTimeout: 3m", listener: ", idleTimeout: 2m"))
+        let global = ConfigText.errors(Self.yaml(route: "", limits: "requestBodyTimeout: 3m", listener: ", idleTimeout: 2m"))
         #expect(
             global.contains { $0.contains("listeners[0].idleTimeout: 2m must be longer than limits.requestBodyTimeout (3m)") },
             "\(global)")
     }
 
     @Test func wrongValuesSayWhatIsWrong() {
-        let unknown = Self.errors(Self.yaml(route: ", limits: {maxBodyBytes: 1MiB}"))
+        let unknown = ConfigText.errors(Self.yaml(route: ", limits: {maxBodyBytes: 1MiB}"))
         #expect(unknown.contains { $0.contains("routes[0].limits") && $0.contains("maxBodyBytes") }, "\(unknown)")
-        let zero = Self.errors(Self.yaml(route: ", limits: {responseTimeout: 0s}"))
+        let zero = ConfigText.errors(Self.yaml(route: ", limits: {responseTimeout: 0s}"))
         #expect(zero.contains { $0.contains("routes[0].limits.responseTimeout: must be greater than 0") }, "\(zero)")
-        let size = Self.errors(Self.yaml(route: ", limits: {maxRequestBodyBytes: lots}"))
+        let size = ConfigText.errors(Self.yaml(route: ", limits: {maxRequestBodyBytes: lots}"))
         #expect(size.contains { $0.contains("routes[0].limits.maxRequestBodyBytes: invalid size 'lots'") }, "\(size)")
     }
 
     @Test func aBufferedBodyCapFitsTheRoutesOwnBodyLimit() throws {
         // Above the global 16 MiB, allowed by the route's own limit.
-        let c = try Self.load(Self.yaml(route: ", maxBodyBytes: 32MiB, limits: {maxRequestBodyBytes: 64MiB}"))
+        let c = try ConfigText.load(Self.yaml(route: ", maxBodyBytes: 32MiB, limits: {maxRequestBodyBytes: 64MiB}"))
         #expect(c.routes[0].maxBodyBytes == 32 << 20)
         // Below it, the default 1 MiB cap shrinks to the route's limit.
-        let small = try Self.load(Self.yaml(route: ", limits: {maxRequestBodyBytes: 4KiB}"))
+        let small = try ConfigText.load(Self.yaml(route: ", limits: {maxRequestBodyBytes: 4KiB}"))
         #expect(small.routes[0].maxBodyBytes == 4 << 10)
-        let e = Self.errors(Self.yaml(route: ", maxBodyBytes: 8KiB, limits: {maxRequestBodyBytes: 4KiB}"))
+        let e = ConfigText.errors(Self.yaml(route: ", maxBodyBytes: 8KiB, limits: {maxRequestBodyBytes: 4KiB}"))
         #expect(
             e.contains { $0.contains("routes[0].maxBodyBytes: 8KiB exceeds routes[0].limits.maxRequestBodyBytes (4KiB)") }, "\(e)")
     }

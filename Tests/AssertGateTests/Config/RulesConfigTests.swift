@@ -17,18 +17,7 @@ import Verifier
         """
     }
 
-    static func load(_ yaml: String) throws -> GatewayConfig {
-        try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
-    }
 
-    static func errors(_ yaml: String) -> [String] {
-        do {
-            _ = try ConfigLoader(environment: [:]).load(yaml: yaml, filename: "config.yaml", baseDirectory: nil)
-            return []
-        } catch {
-            return error.diagnostics.map(\.description)
-        }
-    }
 
     @Test func everyKeyParses() throws {
         let yaml = Self.yaml(
@@ -51,51 +40,51 @@ import Verifier
     }
 
     @Test func theOldRouteKeyIsAnAliasAndBothAreAnError() throws {
-        let c = try Self.load(Self.yaml(routeExtra: ", maxRiskMetric: 7"))
+        let c = try ConfigText.load(Self.yaml(routeExtra: ", maxRiskMetric: 7"))
         #expect(c.routes[0].rules.require.maxRiskMetric == 7)
-        #expect(Self.errors(Self.yaml(route: "{require: {maxRiskMetric: 3}}", routeExtra: ", maxRiskMetric: 7")) == [
+        #expect(ConfigText.errors(Self.yaml(route: "{require: {maxRiskMetric: 3}}", routeExtra: ", maxRiskMetric: 7")) == [
             "config.yaml:7: routes[0].maxRiskMetric: also given as routes[0].rules.require.maxRiskMetric; keep one (they are the same rule)"
         ])
     }
 
     @Test func unknownKeysNamesAndValuesAreErrors() {
-        #expect(Self.errors(Self.yaml(app: "{require: {minVersion: 2}}")) == [
+        #expect(ConfigText.errors(Self.yaml(app: "{require: {minVersion: 2}}")) == [
             "config.yaml:3: unknown key 'minVersion' in apps[0].rules.require; did you mean 'minAppVersion'?"
         ])
-        #expect(Self.errors(Self.yaml(app: "{deny: {}}")) == ["config.yaml:3: unknown key 'deny' in apps[0].rules"])
+        #expect(ConfigText.errors(Self.yaml(app: "{deny: {}}")) == ["config.yaml:3: unknown key 'deny' in apps[0].rules"])
         let names = "invalid, platform, testflight, development, app-store, enterprise, developer-id, local-signing, rosetta, oop-jit, none"
-        #expect(Self.errors(Self.yaml(app: "{flag: {launchCategories: [appstore, -1]}}")) == [
+        #expect(ConfigText.errors(Self.yaml(app: "{flag: {launchCategories: [appstore, -1]}}")) == [
             "config.yaml:3: apps[0].rules.flag.launchCategories[0]: 'appstore' is not a launch category (\(names), a number up to 4294967295, or missing)",
             "config.yaml:3: apps[0].rules.flag.launchCategories[1]: '-1' is not a launch category (\(names), a number up to 4294967295, or missing)",
         ])
-        #expect(Self.errors(Self.yaml(app: "{require: {keyPolicy: other}}")) == [
+        #expect(ConfigText.errors(Self.yaml(app: "{require: {keyPolicy: other}}")) == [
             "config.yaml:3: apps[0].rules.require.keyPolicy: expected macos-full-security (the only policy a rule can require), got 'other'"
         ])
-        #expect(Self.errors(Self.yaml(app: "{require: {maxUserKeys: 0, environments: [staging]}}")).sorted() == [
+        #expect(ConfigText.errors(Self.yaml(app: "{require: {maxUserKeys: 0, environments: [staging]}}")).sorted() == [
             "config.yaml:3: apps[0].rules.require.environments[0]: expected production or development, got 'staging'",
             "config.yaml:3: apps[0].rules.require.maxUserKeys: must be at least 1, got 0",
         ])
-        #expect(Self.errors(Self.yaml(app: "{require: {minAppVersion: \"2..3\"}}")) == [
+        #expect(ConfigText.errors(Self.yaml(app: "{require: {minAppVersion: \"2..3\"}}")) == [
             "config.yaml:3: apps[0].rules.require.minAppVersion: '2..3' is not a version (dot-separated, non-empty components, printable ASCII, at most 64 bytes)"
         ])
     }
 
     @Test func deviceBitsIsRouteLevelOnlyAndPassthroughTakesNoRules() {
-        #expect(Self.errors(Self.yaml(app: "{require: {deviceBits: {bit0: false}}}")) == [
+        #expect(ConfigText.errors(Self.yaml(app: "{require: {deviceBits: {bit0: false}}}")) == [
             "config.yaml:3: apps[0].rules.require.deviceBits: deviceBits is a route-level rule only (bits exist only where a route queries them)"
         ])
-        #expect(Self.errors(Self.yaml(route: "{flag: {deviceBits: {}}}")) == [
+        #expect(ConfigText.errors(Self.yaml(route: "{flag: {deviceBits: {}}}")) == [
             "config.yaml:7: routes[0].rules.flag.deviceBits: give bit0 and/or bit1 (true or false)"
         ])
-        #expect(Self.errors(Self.yaml(route: "{flag: {maxUserKeys: 2}}", mode: "passthrough")) == [
+        #expect(ConfigText.errors(Self.yaml(route: "{flag: {maxUserKeys: 2}}", mode: "passthrough")) == [
             "config.yaml:7: routes[0].rules: a passthrough route checks no assertion, so it takes no rules"
         ])
     }
 
     @Test func theOldRouteKeyOnAPassthroughRouteIsWarnedAbout() throws {
-        let c = try Self.load(Self.yaml(routeExtra: ", maxRiskMetric: 5", mode: "passthrough"))
+        let c = try ConfigText.load(Self.yaml(routeExtra: ", maxRiskMetric: 5", mode: "passthrough"))
         #expect(c.warnings.contains("routes[0].maxRiskMetric never acts: the route is passthrough (no assertion is checked)"))
-        let enforced = try Self.load(Self.yaml(routeExtra: ", maxRiskMetric: 5"))
+        let enforced = try ConfigText.load(Self.yaml(routeExtra: ", maxRiskMetric: 5"))
         #expect(!enforced.warnings.contains { $0.contains("never acts: the route is passthrough") })
     }
 }
