@@ -55,15 +55,8 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(nghttpx assertgate)
-export PATH="$PATH:/usr/sbin"
-BIN=""
-if [[ " ${TARGETS[*]} " == *" assertgate "* ]]; then
-    BIN="$(cd "$ROOT" && swift build -c release --show-bin-path 2>/dev/null || echo "$ROOT/.build/release")"
-    [ -x "$BIN/assertgate" ] || { echo "build first: swift build -c release --product assertgate" >&2; exit 2; }
-fi
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-per-request.XXXXXX")"
-echo "work directory: $WORK" >&2
 . "$ROOT/Benchmarks/proc-control.sh"
+bench_setup per-request "${TARGETS[@]}"
 . "$ROOT/Benchmarks/nghttpx-anchor.sh"
 UP=$(free_port)
 cc -O2 -shared -fPIC -o "$WORK/sigsuspend.so" "$ROOT/Benchmarks/valgrind-sigsuspend.c"

@@ -3,6 +3,25 @@
 # name: other engineers' nginx or redis may share the machine).
 # Sets `live` (the sessions to stop on exit) and the EXIT trap.
 
+# bench_setup NAME TARGET...: BIN (the release build the `assertgate` target
+# runs, which must exist), a check of OLD_ASSERTGATE for `assertgate-old`, and
+# WORK (this run's directory, kept for the raw results).
+bench_setup() {
+    local name=$1; shift
+    export PATH="$PATH:/usr/sbin"
+    BIN="$(cd "$ROOT" && swift build -c release --show-bin-path 2>/dev/null || echo "$ROOT/.build/release")"
+    if [[ " $* " == *" assertgate "* ]] && [ ! -x "$BIN/assertgate" ]; then
+        echo "no release gateway at $BIN/assertgate: build it first with  swift build -c release --product assertgate" >&2
+        exit 2
+    fi
+    if [[ " $* " == *" assertgate-old "* ]] && [ ! -x "${OLD_ASSERTGATE:-}" ]; then
+        echo "assertgate-old: set OLD_ASSERTGATE to another build's assertgate binary" >&2
+        exit 2
+    fi
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-$name.XXXXXX")"
+    echo "work directory: $WORK" >&2
+}
+
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 
 live=()

@@ -37,15 +37,8 @@ done
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(nghttpx assertgate)
 PER_CLIENT=$((RPS / 32))
 [ "$PER_CLIENT" -ge 1 ] || { echo "-R must be at least 32" >&2; exit 2; }
-export PATH="$PATH:/usr/sbin"
-BIN=""
-if [[ " ${TARGETS[*]} " == *" assertgate "* ]]; then
-    BIN="$(cd "$ROOT" && swift build -c release --show-bin-path 2>/dev/null || echo "$ROOT/.build/release")"
-    [ -x "$BIN/assertgate" ] || { echo "build first: swift build -c release --product assertgate" >&2; exit 2; }
-fi
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-same-rate.XXXXXX")"
-echo "work directory: $WORK" >&2
 . "$ROOT/Benchmarks/proc-control.sh"
+bench_setup same-rate "${TARGETS[@]}"
 . "$ROOT/Benchmarks/nghttpx-anchor.sh"
 UP=$(free_port)
 

@@ -96,24 +96,13 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 2
     fi
 fi
-export PATH="$PATH:/usr/sbin"
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path 2>/dev/null || echo "$ROOT/.build/release")"
-GW="$BIN/assertgate"
-if [[ " ${TARGETS[*]} " == *" assertgate "* ]] && [ ! -x "$GW" ]; then
-    echo "no release gateway at $GW: build it first with  swift build -c release --product assertgate" >&2
-    exit 2
-fi
-if [[ " ${TARGETS[*]} " == *" assertgate-old "* ]] && [ ! -x "${OLD_ASSERTGATE:-}" ]; then
-    echo "assertgate-old: set OLD_ASSERTGATE to another build's assertgate binary" >&2
-    exit 2
-fi
 if [ "$PIN" = 1 ] && [ "$(nproc)" -lt 2 ]; then echo "--pin needs 2 CPUs" >&2; exit 2; fi
 ON_PROXY=() ON_REST=()
 [ "$PIN" = 1 ] && ON_PROXY=(taskset -c 1) ON_REST=(taskset -c 0)
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/assertgate-side-by-side.XXXXXX")"
-echo "work directory: $WORK" >&2
 . "$ROOT/Benchmarks/proc-control.sh"
+bench_setup side-by-side "${TARGETS[@]}"
+GW="$BIN/assertgate"
 . "$ROOT/Benchmarks/nghttpx-anchor.sh"
 UP=$(free_port)
 HZ=$(getconf CLK_TCK)
@@ -175,18 +164,7 @@ EOF
         CMD=(haproxy -db -f "$dir/haproxy.cfg")
         ;;
     nginx)
-        cat >"$dir/nginx.conf" <<EOF
-worker_processes $WORKERS;
-worker_rlimit_nofile 16384;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    # Since nginx 1.19.7 keepalive_requests also ends an HTTP/2 connection
-    # after that many requests (GOAWAY mid-run at the default 1000).
-    keepalive_requests 1000000000;
-    keepalive_timeout 300s;
+        { nginx_conf_head "$dir" "$WORKERS"; cat <<EOF; } >"$dir/nginx.conf"
     http2_max_concurrent_streams 128;
     upstream legacy {
         server 127.0.0.1:$UP;
