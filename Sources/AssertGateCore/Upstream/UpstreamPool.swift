@@ -22,8 +22,6 @@ final class UpstreamPool {
     /// `h2c://`/`h2://` endpoints: multiplexed connections.
     private var h2Endpoints: [PoolKey: H2EndpointPool] = [:]
     private var roundRobin: [String: Int] = [:]
-    /// Connections with an exchange in progress (for the response-timeout sweep).
-    private var inflight: [UpstreamConnection] = []
     private var sweepTask: RepeatedTask?
     private var isShutDown = false
     /// Shared by every worker's pool: which upstreams have had no free
@@ -137,33 +135,12 @@ final class UpstreamPool {
         h2Endpoints.filter { $0.key.upstream == upstream }.reduce(0) { $0 + $1.value.connectionCount }
     }
 
-    func trackInflight(_ c: UpstreamConnection) {
-        guard c.inflightIndex < 0 else { return }
-        c.inflightIndex = inflight.count
-        inflight.append(c)
-    }
-
-    func untrackInflight(_ c: UpstreamConnection) {
-        let i = c.inflightIndex
-        guard i >= 0, i < inflight.count else { return }
-        let last = inflight.removeLast()
-        if i < inflight.count {
-            inflight[i] = last
-            last.inflightIndex = i
-        }
-        c.inflightIndex = -1
-    }
-
     private func sweep() {
         let now = eventLoop.now
+        // Every pool's connections are looked at here, every 100 ms, rather
+        // than a list of those in flight kept on every request.
         var timedOut: [UpstreamConnection] = []
-        for c in inflight {
-            if let d = c.responseDeadline, d <= now {
-                timedOut.append(c)
-            } else if c.responseStalled(now: now) {
-                timedOut.append(c)
-            }
-        }
+        for pool in endpoints.values { pool.collectTimedOut(now: now, into: &timedOut) }
         for c in timedOut { c.responseTimedOut() }
         for (key, pool) in endpoints {
             pool.closeIdle(olderThan: now)
@@ -213,6 +190,8 @@ final class EndpointPool {
     let endpoint: UpstreamEndpoint
     unowned let pool: UpstreamPool
     private var idle: [UpstreamConnection] = []
+    /// Connected ones, idle or busy (for the sweep).
+    private var open: [UpstreamConnection] = []
     /// Open plus connecting connections.
     private var total = 0
     private var waiters = CircularBuffer<Waiter>()
@@ -248,7 +227,7 @@ final class EndpointPool {
 
     /// No connection, no waiter, no failure to remember.
     var isForgettable: Bool {
-        total == 0 && waiters.isEmpty && ejection.isClear && !reportedExhausted
+        total == 0 && open.isEmpty && waiters.isEmpty && ejection.isClear && !reportedExhausted
     }
 
     func isEjected(now: NIODeadline) -> Bool { ejection.isEjected(now: now) }
@@ -414,10 +393,14 @@ final class EndpointPool {
     /// Kept-alive connections waiting for an exchange.
     var idleCount: Int { idle.count }
 
+    /// A connection was made (it is counted in `total` since its connect began).
+    func connectionOpened(_ c: UpstreamConnection) { open.append(c) }
+
     func connectionClosed(_ c: UpstreamConnection) {
         total -= 1
         shares.give(c.endLease())
         if let i = idle.firstIndex(where: { $0 === c }) { idle.remove(at: i) }
+        if let i = open.firstIndex(where: { $0 === c }) { open.remove(at: i) }
         serveWaiter()
     }
 
@@ -464,4 +447,9 @@ final class EndpointPool {
     }
 
     func expireWaiters(now: NIODeadline) { waiters.failExpired(now: now) }
+
+    /// Sweep: connections whose exchange is overdue or stalled.
+    func collectTimedOut(now: NIODeadline, into out: inout [UpstreamConnection]) {
+        for c in open where c.isInFlight && c.timedOut(now: now) { out.append(c) }
+    }
 }
