@@ -26,7 +26,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     let tls: UpstreamTLS?
     private let maxStreams: Int
     private var context: ChannelHandlerContext?
-    private var streams: [Int32: UpstreamH2Stream] = [:]
+    private var streams = H2StreamTable<UpstreamH2Stream>()
     /// Slots granted (streams open, or about to be): what the pool counts.
     private(set) var granted = 0
     /// The connection is registered with the pool (the handshake is done).
@@ -81,7 +81,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         }
         do {
             let id = try session.submitRequest(head, body: hasBody ? stream : nil)
-            streams[id] = stream
+            streams.insert(stream, id: id)
             scheduleFlush()
             return id
         } catch {
@@ -186,9 +186,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         guard !isClosed else { return }
         isClosed = true
-        let open = streams
-        streams.removeAll()
-        for (_, s) in open.sorted(by: { $0.key < $1.key }) {
+        for s in streams.removeAllInOrder() {
             release(s)
             s.closed(error: .connectionLost)
         }
@@ -270,7 +268,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         case .end(let id):
             streams[id]?.receivedEnd()
         case .closed(let id, let errorCode):
-            guard let s = streams.removeValue(forKey: id) else { return }
+            guard let s = streams.remove(id) else { return }
             release(s)
             s.closed(error: errorCode == NGHTTP2_REFUSED_STREAM.rawValue ? .refusedStream : .streamReset(errorCode))
             if goingAway, granted == 0 { close() }
@@ -294,7 +292,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// no ACK (or anything) comes within `pingTimeout`.
     func sweep(now: NIODeadline, responseTimeout: TimeAmount, pingTimeout: TimeAmount) {
         var late: [UpstreamH2Stream] = []
-        for s in streams.values where s.timedOut(now: now) { late.append(s) }
+        for s in streams.all where s.timedOut(now: now) { late.append(s) }
         for s in late { s.responseTimedOut() }
         let pingDue = quiet.quietTooLong(
             now: now, timeout: .nanoseconds(responseTimeout.nanoseconds / 2), watching: !streams.isEmpty && !isClosed)
