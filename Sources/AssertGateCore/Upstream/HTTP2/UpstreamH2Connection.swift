@@ -175,7 +175,8 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { flush() }
+        writable = context.channel.isWritable
+        if writable { flush() }
         context.fireChannelWritabilityChanged()
     }
 
@@ -207,6 +208,16 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// connection, so `handlerRemoved` lets it go.
     private var flushTask: (@Sendable () -> Void)?
 
+    /// The channel's writability as last reported (a new channel is
+    /// writable): asking the channel costs a call through `Channel` per drain.
+    private var writable = true
+    /// The buffer of the last flush, refilled by the next one: once the socket
+    /// has taken its bytes it is unique again, so a flush allocates nothing
+    /// (a buffer still held by a pending write is copied on write, as ever).
+    /// One grown by a large drain is let go rather than kept per connection.
+    private var spareOut: ByteBuffer?
+    private static let maxSpareOut = 64 << 10
+
     /// Moves what nghttp2 has to send to the socket (while it takes it), then
     /// completes the write promises of the body bytes nghttp2 took.
     private func flush() {
@@ -214,8 +225,9 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         guard let context, !isClosed else { return }
         var wrote = false
         // After most reads nghttp2 has nothing to send: its sender is not asked.
-        while !isClosed, session.wantsWrite, context.channel.isWritable {
-            var out: ByteBuffer?
+        while !isClosed, session.wantsWrite, writable {
+            var out = spareOut.take()
+            out?.clear()
             let more: Bool
             do {
                 more = try session.drain(into: &out, events: &events.pending)
@@ -223,10 +235,11 @@ final class UpstreamH2Connection: ChannelInboundHandler {
                 context.close(promise: nil)
                 return
             }
-            if let out {
+            if let out, out.readableBytes > 0 {
                 context.write(wrapOutboundOut(out), promise: nil)
                 wrote = true
             }
+            if let out, out.capacity <= Self.maxSpareOut { spareOut = out }
             handleEvents()
             if !more { break }
         }
