@@ -70,8 +70,8 @@ enum ASCII {
     /// `p.count` if none. Eight bytes per step while none is below 0x20 or
     /// DEL (exact word tests, as in "Bit Twiddling Hacks": a borrow only
     /// starts at a byte that is below the bound, so a word with no such byte
-    /// is never flagged); a flagged word (a tab, or the stop) is read a byte
-    /// at a time. Not inlined: on its own its loop keeps the index in a register.
+    /// is never flagged); in a flagged word the lowest flagged byte is the
+    /// stop or a tab, found from the bit's position. Not inlined: on its own its loop keeps the index in a register.
     @inline(never)
     static func fieldValueRun(_ p: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         guard let base = p.baseAddress else { return start }
@@ -81,20 +81,21 @@ enum ASCII {
         let highs: UInt64 = 0x8080_8080_8080_8080
         let raw = UnsafeRawPointer(base)
         while i &+ 8 <= n {
-            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            // Byte k of the word in bits 8k..8k+7, whatever the host's order.
+            let w = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
             let below = (w &- ones &* 0x20) & ~w & highs
             let d = w ^ (ones &* 0x7F)
             let del = (d &- ones) & ~d & highs
-            if below | del != 0 {
-                let end = i &+ 8
-                while i < end {
-                    let b = base[i]
-                    if b < 0x20 || b == 0x7F, b != 0x09 { return i }
-                    i &+= 1
-                }
-            } else {
+            let flagged = below | del
+            if flagged == 0 {
                 i &+= 8
+                continue
             }
+            // The lowest flagged byte is exact (only bytes above one that is
+            // below the bound can be flagged falsely): the stop, or a tab to step over.
+            let at = i &+ (flagged.trailingZeroBitCount &>> 3)
+            if base[at] != 0x09 { return at }
+            i = at &+ 1
         }
         while i < n {
             let b = base[i]

@@ -134,15 +134,19 @@ enum HeaderRewriter {
             + 2 * (clientAddress?.utf8.count ?? 7) + 192
         for (name, value) in client { size += name.utf8.count + value.utf8.count + 4 }
         for (name, value) in extra { size += name.utf8.count + value.utf8.count + 4 }
-        var writer = UpstreamHeadWriter(
-            method: method, target: target, allocator: allocator, capacity: size,
-            clientFieldsChecked: clientFieldsChecked, forwarding: forwarding)
-        writeUpstreamRequestHeaders(
-            into: &writer, client: client, authority: authority, route: route, snapshot: snapshot,
-            requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
-            bodyFraming: bodyFraming, fallbackHost: fallbackHost)
-        guard writer.isValid else { return nil }
-        return UpstreamRequestHead(bytes: writer.finish(), isHead: method == "HEAD", chunked: bodyFraming == .chunked)
+        var bytes = allocator.buffer(capacity: size)
+        let valid = UpstreamHeadWriter.write(
+            into: &bytes, capacity: size, clientFieldsChecked: clientFieldsChecked, forwarding: forwarding
+        ) { writer in
+            writer.requestLine(method: method, target: target)
+            writeUpstreamRequestHeaders(
+                into: &writer, client: client, authority: authority, route: route, snapshot: snapshot,
+                requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
+                bodyFraming: bodyFraming, fallbackHost: fallbackHost)
+            writer.finish()
+        }
+        guard valid else { return nil }
+        return UpstreamRequestHead(bytes: bytes, isHead: method == "HEAD", chunked: bodyFraming == .chunked)
     }
 
     /// The same head for an HTTP/2 upstream (`upstreamScheme`: `http` for
@@ -319,34 +323,58 @@ extension HTTPHeaders: UpstreamValueSink {}
 /// Writes an HTTP/1.1 request head straight into a `ByteBuffer` (no `HTTPHeaders`,
 /// no `HTTPRequestHead`, no NIO encoder). Names must be tokens and values free of
 /// CR, LF and NUL, as NIO's header validator requires; a violation marks the head invalid.
-/// Each line is one reserved write of raw copies (`ByteBuffer.writeString` and
-/// `writeStaticString` cost ~250 instructions a call).
+/// The whole head is written into memory the buffer lends for one
+/// `writeWithUnsafeMutableBytes` (`write(into:)`): raw copies, where a
+/// `ByteBuffer` write per line cost ~150 instructions of NIO's uniqueness,
+/// capacity and exclusivity checks.
 struct UpstreamHeadWriter: UpstreamHeaderSink {
-    var buffer: ByteBuffer
+    /// The lent memory: only ever inside `write(into:)`'s closure.
+    private let out: UnsafeMutableRawBufferPointer
+    private var count = 0
+    /// A line did not fit: `write(into:)` writes the head again with more room.
+    private var overflowed = false
     private(set) var isValid = true
     /// The client's names and values were checked on intake (see `addClientField`).
     private let clientFieldsChecked: Bool
     private let forwarding: ForwardingCache?
 
-    /// `capacity`: the head's expected size, so the buffer is allocated once.
-    /// `clientFieldsChecked`: see `ProxyRequest.fieldsChecked`. `forwarding`:
-    /// the last rendering of the forwarding fields (`addForwarding`).
-    init(
-        method: String, target: String, allocator: ByteBufferAllocator, capacity: Int = 512,
-        clientFieldsChecked: Bool = false, forwarding: ForwardingCache? = nil
-    ) {
-        // Written into a local first: a closure capturing `self` in an
-        // initializer made the compiler copy the whole writer.
-        var b = allocator.buffer(capacity: capacity)
-        Self.withBytes(method) { m in
-            Self.withBytes(target) { t in
-                Self.put(&b, m, " ", t, " HTTP/1.1\r\n")
-            }
-        }
-        buffer = b
+    private init(out: UnsafeMutableRawBufferPointer, clientFieldsChecked: Bool, forwarding: ForwardingCache?) {
+        self.out = out
         self.clientFieldsChecked = clientFieldsChecked
         self.forwarding = forwarding
-        isValid = Self.isToken(method) && Self.isTarget(target)
+    }
+
+    /// Appends what `body` writes to `buffer`, in memory the buffer lends
+    /// for this call: room for `capacity` bytes first, twice as much (and
+    /// `body` again) while it does not fit. Returns whether every byte was valid.
+    /// `clientFieldsChecked`: see `ProxyRequest.fieldsChecked`. `forwarding`:
+    /// the last rendering of the forwarding fields (`addForwarding`).
+    static func write(
+        into buffer: inout ByteBuffer, capacity: Int, clientFieldsChecked: Bool = false,
+        forwarding: ForwardingCache? = nil, _ body: (inout UpstreamHeadWriter) -> Void
+    ) -> Bool {
+        var room = max(capacity, 64)
+        while true {
+            var fitted = true
+            var valid = true
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: room) { lent in
+                var w = UpstreamHeadWriter(out: lent, clientFieldsChecked: clientFieldsChecked, forwarding: forwarding)
+                body(&w)
+                fitted = !w.overflowed
+                valid = w.isValid
+                return fitted ? w.count : 0
+            }
+            if fitted { return valid }
+            room *= 2
+        }
+    }
+
+    /// The request line.
+    mutating func requestLine(method: String, target: String) {
+        Self.withBytes(method) { m in
+            Self.withBytes(target) { t in put(m, " ", t, " HTTP/1.1\r\n") }
+        }
+        if !(Self.isToken(method) && Self.isTarget(target)) { isValid = false }
     }
 
     mutating func add(name: String, value: String) {
@@ -408,25 +436,20 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
             return addForwardingLines(xff: xff, forwarded: forwarded, client: client, scheme: scheme)
         }
         let (lines, valid) = cache.http1.value(client: client, scheme: scheme) {
-            var w = UpstreamHeadWriter(buffer: ByteBufferAllocator().buffer(capacity: 2 * client.utf8.count + 80))
-            w.addForwardingLines(xff: nil, forwarded: nil, client: client, scheme: scheme)
-            return (Array(w.buffer.readableBytesView), w.isValid)
+            let room = 2 * client.utf8.count + 80
+            var b = ByteBufferAllocator().buffer(capacity: room)
+            let valid = Self.write(into: &b, capacity: room) {
+                $0.addForwardingLines(xff: nil, forwarded: nil, client: client, scheme: scheme)
+            }
+            return (Array(b.readableBytesView), valid)
         }
         if !valid { isValid = false }
         lines.withUnsafeBufferPointer { put($0, "") }
     }
 
-    /// A writer of loose lines (the forwarding cache's rendering).
-    private init(buffer: ByteBuffer) {
-        self.buffer = buffer
-        clientFieldsChecked = false
-        forwarding = nil
-    }
-
-    /// Ends the head (empty line) and returns its bytes.
-    mutating func finish() -> ByteBuffer {
+    /// Ends the head (empty line).
+    mutating func finish() {
         put("\r\n")
-        return buffer
     }
 
     // MARK: raw writes
@@ -439,38 +462,34 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
         return copy.withUTF8(body)
     }
 
-    /// Up to four pieces, appended in one reserved write.
+    /// Up to four pieces.
     private mutating func put(
         _ a: UnsafeBufferPointer<UInt8>, _ b: StaticString, _ c: UnsafeBufferPointer<UInt8>, _ d: StaticString
     ) {
-        Self.put(&buffer, a, b, c, d)
-    }
-
-    private static func put(
-        _ buffer: inout ByteBuffer, _ a: UnsafeBufferPointer<UInt8>, _ b: StaticString, _ c: UnsafeBufferPointer<UInt8>,
-        _ d: StaticString
-    ) {
-        put(&buffer, a, bytes(b), c, bytes(d))
+        put(a, Self.bytes(b), c, Self.bytes(d))
     }
 
     private mutating func put(_ a: StaticString, _ b: UnsafeBufferPointer<UInt8>, _ c: StaticString, _ d: UnsafeBufferPointer<UInt8>) {
-        Self.put(&buffer, Self.bytes(a), b, Self.bytes(c), d)
+        put(Self.bytes(a), b, Self.bytes(c), d)
     }
 
-    /// Four pieces in one reserved write.
-    private static func put(
-        _ buffer: inout ByteBuffer, _ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>,
+    /// Four pieces copied into the lent memory; past its end nothing is
+    /// written and the head is marked to be written again with more room.
+    private mutating func put(
+        _ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>,
         _ c: UnsafeBufferPointer<UInt8>, _ d: UnsafeBufferPointer<UInt8>
     ) {
-        let count = a.count + b.count + c.count + d.count
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
-            guard let o = out.baseAddress else { return 0 }
-            var i = Self.copy(a, to: o)
-            i += Self.copy(b, to: o + i)
-            i += Self.copy(c, to: o + i)
-            i += Self.copy(d, to: o + i)
-            return i
+        let n = a.count + b.count + c.count + d.count
+        guard !overflowed, n <= out.count - count, let o = out.baseAddress else {
+            overflowed = true
+            return
         }
+        var i = count
+        i += Self.copy(a, to: o + i)
+        i += Self.copy(b, to: o + i)
+        i += Self.copy(c, to: o + i)
+        i += Self.copy(d, to: o + i)
+        count = i
     }
 
     /// A literal's bytes (the writer's literals are ASCII text: they have a pointer).

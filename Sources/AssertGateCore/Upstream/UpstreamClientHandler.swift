@@ -96,6 +96,8 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
                     let trailing = buffer.readableBytes > 0
                     connection?.receivedEnd(reusable: !trailing)
                     if trailing { throw UpstreamResponseError.unexpectedBytes }
+                    // Nothing left to parse: no call just to hear `.needMore`.
+                    return
                 }
             }
         } catch {

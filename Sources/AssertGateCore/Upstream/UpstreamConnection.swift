@@ -21,27 +21,39 @@ final class UpstreamConnection: UpstreamExchange {
     let channel: Channel
     unowned let endpoint: EndpointPool
     private unowned let handler: UpstreamClientHandler
-    var delegate: UpstreamExchangeDelegate?
-
-    /// The whole request (head, body, last chunk) has been written.
-    private(set) var requestDone = false
-    private var responseDone = false
-    private var responseKeepAlive = true
-    private(set) var isClosed = false
-
-    /// Response-head deadline (or, once the client left, the drain deadline),
-    /// checked by the worker's sweep.
-    var responseDeadline: NIODeadline?
-    /// The client left: the rest of the response is read and dropped (`drainForLeavingClient`).
-    private var draining = false
-    var responseTimeout: TimeAmount = .seconds(30)
-    var idleSince: NIODeadline = .distantPast
-    var idleTimeout: TimeAmount = .seconds(60)
-    /// Position in the pool's in-flight list (swap-remove), -1 when not in it.
-    var inflightIndex = -1
-
     /// The TLS settings the connection was verified with (nil: cleartext).
     let tls: UpstreamTLS?
+
+    /// The current exchange, replaced whole by `begin`: one store per
+    /// exchange instead of a dozen (each a possible exclusivity check).
+    fileprivate struct Exchange {
+        var delegate: UpstreamExchangeDelegate?
+        /// The client address the exchange counts against (`maxConnectionsPerClient`); nil once given back.
+        var client: String?
+        var responseTimeout: TimeAmount
+        /// Response-head deadline (or, once the client left, the drain deadline), checked by the sweep.
+        var responseDeadline: NIODeadline?
+        /// The whole request (head, body, last chunk) has been written.
+        var requestDone = false
+        /// A byte of the response arrived.
+        var responseStarted = false
+        var responseDone = false
+        var keepAlive = true
+        /// The client left: the rest of the response is read and dropped (`drainForLeavingClient`).
+        var draining = false
+        /// Body framing (chunk headers are added here).
+        var chunked = false
+        /// Begun, and neither released nor closed: the sweep watches it.
+        var inFlight: Bool
+        var quiet = ResponseQuietWatch()
+    }
+    private var exchange = Exchange(responseTimeout: .seconds(30), inFlight: false)
+
+    private(set) var isClosed = false
+    var idleSince: NIODeadline = .distantPast
+    private(set) var idleTimeout: TimeAmount = .seconds(60)
+    /// Exchanges started on this connection (> 1: it came from the keep-alive pool).
+    private(set) var exchanges = 0
 
     init(channel: Channel, endpoint: EndpointPool, handler: UpstreamClientHandler, tls: UpstreamTLS? = nil) {
         self.channel = channel
@@ -49,47 +61,35 @@ final class UpstreamConnection: UpstreamExchange {
         self.handler = handler
         self.tls = tls
         handler.connection = self
+        endpoint.connectionOpened(self)
     }
 
-    /// Exchanges started on this connection (> 1: it came from the keep-alive pool).
-    private(set) var exchanges = 0
-
-    /// The client address the current exchange counts against (`maxConnectionsPerClient`).
-    private var leaseClient: String?
+    /// The whole request (head, body, last chunk) has been written.
+    var requestDone: Bool { exchange.requestDone }
+    /// An exchange is under way: the sweep checks its deadlines.
+    var isInFlight: Bool { exchange.inFlight }
 
     /// Ends the current lease's count against its client (once): returns the client.
     func endLease() -> String? {
-        defer { leaseClient = nil }
-        return leaseClient
+        let client = exchange.client
+        exchange.client = nil
+        return client
     }
 
     func begin(
         delegate: UpstreamExchangeDelegate, client: String? = nil, responseTimeout: TimeAmount, idleTimeout: TimeAmount
     ) {
         exchanges += 1
-        leaseClient = client
-        self.delegate = delegate
-        self.requestDone = false
-        self.responseDone = false
-        self.responseKeepAlive = true
-        self.responseStarted = false
-        self.responseTimeout = responseTimeout
+        exchange = Exchange(delegate: delegate, client: client, responseTimeout: responseTimeout, inFlight: true)
         self.idleTimeout = idleTimeout
-        self.responseDeadline = nil
-        self.draining = false
-        self.quiet.reset()
-        endpoint.pool.trackInflight(self)
     }
 
-    /// Body framing of the current exchange (chunk headers are added here).
-    private var chunked = false
-
-    func sendHead(_ head: UpstreamHead, end: Bool) {
-        guard case .http1(let head) = head else {
+    func sendHead(_ head: consuming UpstreamHead, end: Bool) {
+        guard case .http1(let head) = consume head else {
             preconditionFailure("an HTTP/2 head for an HTTP/1.1 connection")
         }
-        chunked = head.chunked
-        if end, chunked {
+        exchange.chunked = head.chunked
+        if end, head.chunked {
             handler.writeHead(head, flush: false)
             sendEnd()
             return
@@ -100,7 +100,7 @@ final class UpstreamConnection: UpstreamExchange {
     }
 
     func sendBody(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
-        if chunked {
+        if exchange.chunked {
             handler.writeChunk(buffer, promise: promise)
         } else {
             handler.write(buffer, promise: promise)
@@ -113,17 +113,15 @@ final class UpstreamConnection: UpstreamExchange {
     func sendTrailers(_ fields: HTTPHeaders) {}
 
     func sendEnd() {
-        if chunked { handler.writeLastChunk() }
+        if exchange.chunked { handler.writeLastChunk() }
         handler.flush()
         requestSent()
     }
 
     /// The whole request is on its way: the response deadline starts.
     private func requestSent() {
-        requestDone = true
-        if !responseDone, responseDeadline == nil {
-            responseDeadline = channel.eventLoop.now + responseTimeout
-        }
+        let now = endpoint.pool.eventLoop.now
+        exchange.requestSent(now: now)
         maybeRelease()
     }
 
@@ -132,8 +130,8 @@ final class UpstreamConnection: UpstreamExchange {
 
     /// Leased but never used (the client went away while waiting): back to the pool.
     func releaseUnused() {
-        delegate = nil
-        endpoint.pool.untrackInflight(self)
+        exchange.delegate = nil
+        exchange.inFlight = false
         endpoint.release(self)
     }
 
@@ -141,36 +139,41 @@ final class UpstreamConnection: UpstreamExchange {
     /// and dropped so the connection can be reused, but no longer than the
     /// response timeout from now (the sweep closes it then, as for a late head).
     func drainForLeavingClient() -> Bool {
-        draining = true
-        let due = channel.eventLoop.now + responseTimeout
-        if responseDeadline.map({ $0 > due }) ?? true { responseDeadline = due }
+        exchange.drain(now: endpoint.pool.eventLoop.now)
         return true
     }
 
     /// A pooled connection the upstream had already closed (the keep-alive
     /// race): nothing of the response came back on it.
     func mayReplay(after error: UpstreamError) -> Bool {
-        error == .connectionLost && exchanges > 1 && !responseStarted
+        error == .connectionLost && exchanges > 1 && !exchange.responseStarted
     }
 
     /// The exchange is abandoned (client gone, error): never reuse this connection.
     func abandon() {
-        delegate = nil
+        exchange.delegate = nil
         close()
     }
 
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        endpoint.pool.untrackInflight(self)
+        exchange.inFlight = false
         endpoint.connectionClosed(self)
         channel.close(promise: nil)
     }
 
-    /// Sweep: the response head is overdue.
+    /// Sweep: the response head is overdue, or a response that started went
+    /// quiet for `responseTimeout` while the gateway was reading it (not
+    /// paused for a slow client).
+    func timedOut(now: NIODeadline) -> Bool {
+        exchange.timedOut(now: now, readsPaused: handler.readsPaused)
+    }
+
+    /// Sweep: the exchange is given up.
     func responseTimedOut() {
-        let d = delegate
-        delegate = nil
+        let d = exchange.delegate
+        exchange.delegate = nil
         close()
         d?.upstreamFailed(.responseTimeout)
     }
@@ -178,45 +181,26 @@ final class UpstreamConnection: UpstreamExchange {
     // MARK: from the channel handler
 
     func receivedHead(_ head: UpstreamResponseHead, keepAlive: Bool) {
-        // A drain deadline (the client left) stays: the body must come within it.
-        if !draining { responseDeadline = nil }
-        responseStarted = true
-        quiet.progressed()
-        responseKeepAlive = keepAlive
-        delegate?.upstreamResponseHead(head)
+        exchange.headArrived(keepAlive: keepAlive)
+        let d = exchange.delegate
+        d?.upstreamResponseHead(head)
     }
 
     func receivedBody(_ buffer: ByteBuffer) {
-        quiet.progressed()
-        delegate?.upstreamResponseBody(buffer)
-    }
-
-    private var quiet = ResponseQuietWatch()
-
-    /// Sweep (every 100 ms): a response that started and then went quiet for
-    /// `responseTimeout` while the gateway was reading it (not paused for a
-    /// slow client).
-    func responseStalled(now: NIODeadline) -> Bool {
-        quiet.quietTooLong(now: now, timeout: responseTimeout, watching: responseStarted && !responseDone && !handler.readsPaused)
+        exchange.quiet.progressed()
+        let d = exchange.delegate
+        d?.upstreamResponseBody(buffer)
     }
 
     /// `reusable`: false when bytes followed the response (the connection is closed after).
     func receivedEnd(reusable: Bool) {
-        responseDone = true
-        responseDeadline = nil
-        if !reusable { responseKeepAlive = false }
-        let d = delegate
-        if !requestDone {
-            // Answered before the request body was sent: cannot be reused.
-            delegate = nil
-            close()
-        }
+        let d = exchange.delegate
+        // Answered before the request body was sent: cannot be reused.
+        let answeredEarly = exchange.responseEnded(reusable: reusable)
+        if answeredEarly { close() }
         d?.upstreamResponseEnd()
         maybeRelease()
     }
-
-    /// No byte of the response arrived yet on this exchange.
-    private(set) var responseStarted = false
 
     /// The handler refused the response: the close that follows reports `.invalidResponse`.
     var responseInvalid = false
@@ -224,23 +208,63 @@ final class UpstreamConnection: UpstreamExchange {
     func channelClosed() {
         guard !isClosed else { return }
         isClosed = true
-        endpoint.pool.untrackInflight(self)
+        exchange.inFlight = false
         endpoint.connectionClosed(self)
-        let d = delegate
-        delegate = nil
-        if !responseDone { d?.upstreamFailed(responseInvalid ? .invalidResponse : .connectionLost) }
+        let d = exchange.delegate
+        exchange.delegate = nil
+        if !exchange.responseDone { d?.upstreamFailed(responseInvalid ? .invalidResponse : .connectionLost) }
     }
 
     private func maybeRelease() {
-        guard requestDone, responseDone, !isClosed else { return }
-        delegate = nil
-        endpoint.pool.untrackInflight(self)
-        if responseKeepAlive {
+        guard exchange.requestDone, exchange.responseDone, !isClosed else { return }
+        let keepAlive = exchange.keepAlive
+        exchange.delegate = nil
+        exchange.inFlight = false
+        if keepAlive {
             handler.readsPaused = false
             endpoint.release(self)
         } else {
             close()
         }
+    }
+}
+
+extension UpstreamConnection.Exchange {
+    mutating func requestSent(now: NIODeadline) {
+        requestDone = true
+        if !responseDone, responseDeadline == nil { responseDeadline = now + responseTimeout }
+    }
+
+    mutating func drain(now: NIODeadline) {
+        draining = true
+        let due = now + responseTimeout
+        if responseDeadline.map({ $0 > due }) ?? true { responseDeadline = due }
+    }
+
+    mutating func headArrived(keepAlive: Bool) {
+        // A drain deadline (the client left) stays: the body must come within it.
+        if !draining { responseDeadline = nil }
+        responseStarted = true
+        quiet.progressed()
+        self.keepAlive = keepAlive
+    }
+
+    /// True when the response came before the whole request was sent: the
+    /// delegate is let go (the caller tells the one it read) and the
+    /// connection must close.
+    mutating func responseEnded(reusable: Bool) -> Bool {
+        responseDone = true
+        responseDeadline = nil
+        if !reusable { keepAlive = false }
+        guard !requestDone else { return false }
+        delegate = nil
+        return true
+    }
+
+    mutating func timedOut(now: NIODeadline, readsPaused: Bool) -> Bool {
+        if let d = responseDeadline, d <= now { return true }
+        return quiet.quietTooLong(
+            now: now, timeout: responseTimeout, watching: responseStarted && !responseDone && !readsPaused)
     }
 }
 

@@ -11,8 +11,9 @@ enum UpstreamHead {
 /// HTTP/1.1 keep-alive connection (`UpstreamConnection`) or a stream on a
 /// multiplexed HTTP/2 connection (`UpstreamH2Stream`). Loop-confined.
 protocol UpstreamExchange: AnyObject {
-    /// `head` is the kind the exchange speaks (written by `HeaderRewriter`).
-    func sendHead(_ head: UpstreamHead, end: Bool)
+    /// `head` is the kind the exchange speaks (written by `HeaderRewriter`);
+    /// consumed, so its payload moves out without a copy of its buffers.
+    func sendHead(_ head: consuming UpstreamHead, end: Bool)
     /// `promise` completes when the upstream side has taken the bytes (the
     /// client's window opens then).
     func sendBody(_ buffer: ByteBuffer, promise: EventLoopPromise<Void>?)

@@ -22,8 +22,6 @@ final class UpstreamPool {
     /// `h2c://`/`h2://` endpoints: multiplexed connections.
     private var h2Endpoints: [PoolKey: H2EndpointPool] = [:]
     private var roundRobin: [String: Int] = [:]
-    /// Connections with an exchange in progress (for the response-timeout sweep).
-    private var inflight: [UpstreamConnection] = []
     private var sweepTask: RepeatedTask?
     private var isShutDown = false
     /// Shared by every worker's pool: which upstreams have had no free
@@ -137,33 +135,12 @@ final class UpstreamPool {
         h2Endpoints.filter { $0.key.upstream == upstream }.reduce(0) { $0 + $1.value.connectionCount }
     }
 
-    func trackInflight(_ c: UpstreamConnection) {
-        guard c.inflightIndex < 0 else { return }
-        c.inflightIndex = inflight.count
-        inflight.append(c)
-    }
-
-    func untrackInflight(_ c: UpstreamConnection) {
-        let i = c.inflightIndex
-        guard i >= 0, i < inflight.count else { return }
-        let last = inflight.removeLast()
-        if i < inflight.count {
-            inflight[i] = last
-            last.inflightIndex = i
-        }
-        c.inflightIndex = -1
-    }
-
     private func sweep() {
         let now = eventLoop.now
+        // Every pool's connections are looked at here, every 100 ms, rather
+        // than a list of those in flight kept on every request.
         var timedOut: [UpstreamConnection] = []
-        for c in inflight {
-            if let d = c.responseDeadline, d <= now {
-                timedOut.append(c)
-            } else if c.responseStalled(now: now) {
-                timedOut.append(c)
-            }
-        }
+        for pool in endpoints.values { pool.collectTimedOut(now: now, into: &timedOut) }
         for c in timedOut { c.responseTimedOut() }
         for (key, pool) in endpoints {
             pool.closeIdle(olderThan: now)
@@ -213,12 +190,17 @@ final class EndpointPool {
     let endpoint: UpstreamEndpoint
     unowned let pool: UpstreamPool
     private var idle: [UpstreamConnection] = []
+    /// Connected ones, idle or busy (for the sweep).
+    private var open: [UpstreamConnection] = []
     /// Open plus connecting connections.
     private var total = 0
     private var waiters = CircularBuffer<Waiter>()
     private var ejection = EndpointEjection()
-    /// The most recent upstream config seen (limits and timeouts for new connections).
+    /// The config of the latest lease that connected or waited: what new
+    /// connections are made with (a reused connection needs only `limits`).
     private var config: UpstreamConfig?
+    /// The most recent lease's limits and timeouts.
+    private var limits = PoolLimits()
     /// `https://`: the newest TLS settings a lease brought; new connections
     /// use them. Newer settings (a reload) retire the connections made with
     /// older ones; a lease from a request still on the older configuration
@@ -238,9 +220,6 @@ final class EndpointPool {
     /// Distinguishes this pool in `UpstreamHealth` (one per worker and endpoint).
     private lazy var healthKey = "\(endpoint) worker \(ObjectIdentifier(pool).hashValue)"
 
-    private var perClientCap: Int { config?.effectiveMaxConnectionsPerClient ?? Int.max }
-    private var totalCap: Int { max(1, config?.maxConnectionsPerEndpoint ?? 1) }
-
     init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
         self.endpoint = endpoint
         self.pool = pool
@@ -248,7 +227,7 @@ final class EndpointPool {
 
     /// No connection, no waiter, no failure to remember.
     var isForgettable: Bool {
-        total == 0 && waiters.isEmpty && ejection.isClear && !reportedExhausted
+        total == 0 && open.isEmpty && waiters.isEmpty && ejection.isClear && !reportedExhausted
     }
 
     func isEjected(now: NIODeadline) -> Bool { ejection.isEjected(now: now) }
@@ -257,32 +236,35 @@ final class EndpointPool {
         config: UpstreamConfig, tls: UpstreamTLS?, client: String?, responseTimeout: TimeAmount,
         delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
-        self.config = config
+        let limits = PoolLimits(config)
+        self.limits = limits
         if let newer = UpstreamTLS.replacing(self.tls, with: tls, on: endpoint) {
             self.tls = newer
             for c in idle { c.close() }  // busy ones close when they come back
         }
-        let waiter = Waiter(
-            delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: config.responseTimeout)
         // A client at its share waits for one of its own connections, even
         // when others are free: those are kept for everyone else.
-        if shares.count(client) >= perClientCap {
-            waiters.append(waiter)
+        if shares.count(client) >= limits.perClient {
+            self.config = config
+            waiters.append(Waiter(
+                delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: limits.responseTimeout))
             return
         }
         if let c = reusableIdle() {
             shares.take(client)
-            c.begin(delegate: delegate, client: client, responseTimeout: responseTimeout, idleTimeout: config.idleTimeout)
+            c.begin(delegate: delegate, client: client, responseTimeout: responseTimeout, idleTimeout: limits.idleTimeout)
             delegate.upstreamLeased(c)
             return
         }
-        if total < totalCap {
+        self.config = config
+        if total < limits.connections {
             connect(config: config, client: client, responseTimeout: responseTimeout, delegate: delegate)
         } else {
             // No free connection for this request: the pool is exhausted from now
             // until one is free again (`checkExhaustion`).
             if exhaustedSince == nil { exhaustedSince = now }
-            waiters.append(waiter)
+            waiters.append(Waiter(
+                delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: limits.responseTimeout))
         }
     }
 
@@ -291,7 +273,7 @@ final class EndpointPool {
         while let c = idle.popLast() {
             // A connection verified under settings a reload replaced (it was
             // busy at the reload) is not reused.
-            if c.channel.isActive, !c.isClosed, c.tls?.generation == self.tls?.generation { return c }
+            if !c.isClosed, c.tls?.generation == self.tls?.generation { return c }
             c.close()
         }
         return nil
@@ -392,7 +374,7 @@ final class EndpointPool {
     /// A finished keep-alive connection: hand it to a waiter or park it.
     func release(_ c: UpstreamConnection) {
         shares.give(c.endLease())
-        if c.tls?.generation != tls?.generation || !c.channel.isActive {
+        if c.tls?.generation != tls?.generation || c.isClosed {
             // Verified under TLS settings a reload has replaced, or closed
             // while its last bytes were handed over: closing it lets a
             // waiter connect afresh (`connectionClosed`).
@@ -402,7 +384,7 @@ final class EndpointPool {
         if let w = popEligibleWaiter() {
             shares.take(w.client)
             c.begin(delegate: w.delegate, client: w.client, responseTimeout: w.responseTimeout,
-                    idleTimeout: config?.idleTimeout ?? .seconds(60))
+                    idleTimeout: limits.idleTimeout)
             w.delegate.upstreamLeased(c)
             return
         }
@@ -413,22 +395,27 @@ final class EndpointPool {
     /// Kept-alive connections waiting for an exchange.
     var idleCount: Int { idle.count }
 
+    /// A connection was made (it is counted in `total` since its connect began).
+    func connectionOpened(_ c: UpstreamConnection) { open.append(c) }
+
     func connectionClosed(_ c: UpstreamConnection) {
         total -= 1
         shares.give(c.endLease())
         if let i = idle.firstIndex(where: { $0 === c }) { idle.remove(at: i) }
+        if let i = open.firstIndex(where: { $0 === c }) { open.remove(at: i) }
         serveWaiter()
     }
 
     /// The oldest waiter whose client is under its share (FIFO otherwise).
     private func popEligibleWaiter() -> Waiter? {
-        let cap = perClientCap
+        guard !waiters.isEmpty else { return nil }
+        let cap = limits.perClient
         guard let i = waiters.firstIndex(where: { shares.count($0.client) < cap }) else { return nil }
         return waiters.remove(at: i)
     }
 
     private func serveWaiter() {
-        guard !waiters.isEmpty, let config, total < totalCap else { return }
+        guard !waiters.isEmpty, let config, total < limits.connections else { return }
         if let w = popEligibleWaiter() {
             connect(config: config, client: w.client, responseTimeout: w.responseTimeout, delegate: w.delegate)
         }
@@ -438,8 +425,8 @@ final class EndpointPool {
     /// with requests waiting, for longer than its response timeout is reported
     /// to `/readyz` until it has a free connection again.
     func checkExhaustion(upstream: String, now: NIODeadline) {
-        if total < totalCap || !idle.isEmpty { exhaustedSince = nil }
-        let report = exhaustedSince.map { $0 + (config?.responseTimeout ?? .seconds(30)) <= now } ?? false
+        if total < limits.connections || !idle.isEmpty { exhaustedSince = nil }
+        let report = exhaustedSince.map { $0 + limits.responseTimeout <= now } ?? false
         if report != reportedExhausted {
             reportedExhausted = report
             pool.health.set(upstream: upstream, pool: healthKey, exhausted: report)
@@ -462,4 +449,9 @@ final class EndpointPool {
     }
 
     func expireWaiters(now: NIODeadline) { waiters.failExpired(now: now) }
+
+    /// Sweep: connections whose exchange is overdue or stalled.
+    func collectTimedOut(now: NIODeadline, into out: inout [UpstreamConnection]) {
+        for c in open where c.isInFlight && c.timedOut(now: now) { out.append(c) }
+    }
 }

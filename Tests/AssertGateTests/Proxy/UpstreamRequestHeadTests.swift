@@ -118,4 +118,25 @@ import Testing
         #expect(out == "1a\r\n" + String(repeating: "x", count: 26) + "\r\n0\r\n\r\n")
         _ = try channel.finish()
     }
+
+    /// A head longer than the room first lent is written again, whole, with more.
+    @Test func aHeadPastItsFirstRoomIsWrittenWhole() {
+        let long = String(repeating: "v", count: 300)
+        var b = ByteBufferAllocator().buffer(capacity: 0)
+        b.writeString("kept|")
+        let valid = UpstreamHeadWriter.write(into: &b, capacity: 16) { w in
+            w.requestLine(method: "GET", target: "/x")
+            w.add(name: "A", value: long)
+            w.finish()
+        }
+        #expect(valid)
+        #expect(String(buffer: b) == "kept|GET /x HTTP/1.1\r\nA: \(long)\r\n\r\n")
+
+        var bad = ByteBufferAllocator().buffer(capacity: 0)
+        let refused = UpstreamHeadWriter.write(into: &bad, capacity: 16) { w in
+            w.requestLine(method: "GET", target: "/x")
+            w.add(name: "B", value: "c\r\nd")
+        }
+        #expect(!refused)
+    }
 }

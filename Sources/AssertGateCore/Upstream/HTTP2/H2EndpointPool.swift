@@ -21,7 +21,11 @@ final class H2EndpointPool {
     private var waiters = CircularBuffer<Waiter>()
     /// Streams granted per client address (`maxConnectionsPerClient`).
     private var shares = ClientShares()
+    /// The config of the latest lease that waited: what new connections
+    /// are made with (a stream on an open connection needs only `limits`).
     private var config: UpstreamConfig?
+    /// The most recent lease's limits and timeouts.
+    private var limits = PoolLimits()
     private var tls: UpstreamTLS?
     private var ejection = EndpointEjection()
     private var loggedConnectFailure = false
@@ -42,23 +46,21 @@ final class H2EndpointPool {
     /// Connections open (ready or retiring) and being made (tests).
     var connectionCount: Int { connections.count + retiring.count + connecting }
 
-    private var perClientCap: Int { config?.effectiveMaxConnectionsPerClient ?? Int.max }
-    private var maxConnections: Int { max(1, config?.maxConnectionsPerEndpoint ?? 1) }
-
     func lease(
         config: UpstreamConfig, tls: UpstreamTLS?, client: String?, responseTimeout: TimeAmount,
         delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
-        self.config = config
+        limits = PoolLimits(config)
         if let newer = UpstreamTLS.replacing(self.tls, with: tls, on: endpoint) {
             self.tls = newer
             for c in connections { c.retire() }  // in-flight streams finish there
         }
         let w = Waiter(
-            delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: config.responseTimeout)
-        if shares.count(client) < perClientCap, let c = roomiest() {
+            delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: limits.responseTimeout)
+        if shares.count(client) < limits.perClient, let c = roomiest() {
             return grant(w, on: c)
         }
+        self.config = config
         waiters.append(w)
         connectIfNeeded()
     }
@@ -82,7 +84,7 @@ final class H2EndpointPool {
     /// while a connection has room; opens a connection for the rest.
     private func serveWaiters() {
         var skipped = CircularBuffer<Waiter>()
-        let cap = perClientCap
+        let cap = limits.perClient
         while let w = waiters.popFirst() {
             guard shares.count(w.client) < cap else {
                 skipped.append(w)
@@ -106,10 +108,10 @@ final class H2EndpointPool {
     /// share do not count: a free slot would not serve them either.
     private func connectIfNeeded() {
         guard !waiters.isEmpty, let config else { return }
-        let cap = perClientCap
+        let cap = limits.perClient
         let eligible = waiters.reduce(0) { $0 + (shares.count($1.client) < cap ? 1 : 0) }
         let coming = connecting * max(1, config.maxStreamsPerConnection)
-        guard eligible > coming, connections.count + retiring.count + connecting < maxConnections else { return }
+        guard eligible > coming, connections.count + retiring.count + connecting < limits.connections else { return }
         connect(config: config)
     }
 
@@ -212,7 +214,7 @@ final class H2EndpointPool {
         case .failure(let error):
             var reason = "\(error)"
             if let failed = error as? TLSClientHandshakeError {
-                reason = failed.timedOut ? "no TLS handshake within \(DurationParser.format(config?.connectTimeout ?? .seconds(2)))" : failed.reason
+                reason = failed.timedOut ? "no TLS handshake within \(DurationParser.format(limits.connectTimeout))" : failed.reason
             }
             connectFailed(UpstreamError(connectFailure: error), reason: reason)
         }
@@ -242,9 +244,9 @@ final class H2EndpointPool {
     // MARK: sweep
 
     func sweep(now: NIODeadline) {
-        let responseTimeout = config?.responseTimeout ?? .seconds(30)
-        let pingTimeout = config?.connectTimeout ?? .seconds(2)
-        let idleTimeout = config?.idleTimeout ?? .seconds(60)
+        let responseTimeout = limits.responseTimeout
+        let pingTimeout = limits.connectTimeout
+        let idleTimeout = limits.idleTimeout
         for c in connections + retiring {
             c.sweep(now: now, responseTimeout: responseTimeout, pingTimeout: pingTimeout)
             if c.isIdle, c.idleSince + idleTimeout <= now { c.close() }

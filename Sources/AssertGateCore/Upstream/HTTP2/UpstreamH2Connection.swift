@@ -26,7 +26,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     let tls: UpstreamTLS?
     private let maxStreams: Int
     private var context: ChannelHandlerContext?
-    private var streams: [Int32: UpstreamH2Stream] = [:]
+    private var streams = H2StreamTable<UpstreamH2Stream>()
     /// Slots granted (streams open, or about to be): what the pool counts.
     private(set) var granted = 0
     /// The connection is registered with the pool (the handshake is done).
@@ -81,7 +81,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         }
         do {
             let id = try session.submitRequest(head, body: hasBody ? stream : nil)
-            streams[id] = stream
+            streams.insert(stream, id: id)
             scheduleFlush()
             return id
         } catch {
@@ -175,7 +175,8 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { flush() }
+        writable = context.channel.isWritable
+        if writable { flush() }
         context.fireChannelWritabilityChanged()
     }
 
@@ -186,9 +187,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         guard !isClosed else { return }
         isClosed = true
-        let open = streams
-        streams.removeAll()
-        for (_, s) in open.sorted(by: { $0.key < $1.key }) {
+        for s in streams.removeAllInOrder() {
             release(s)
             s.closed(error: .connectionLost)
         }
@@ -209,6 +208,16 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// connection, so `handlerRemoved` lets it go.
     private var flushTask: (@Sendable () -> Void)?
 
+    /// The channel's writability as last reported (a new channel is
+    /// writable): asking the channel costs a call through `Channel` per drain.
+    private var writable = true
+    /// The buffer of the last flush, refilled by the next one: once the socket
+    /// has taken its bytes it is unique again, so a flush allocates nothing
+    /// (a buffer still held by a pending write is copied on write, as ever).
+    /// One grown by a large drain is let go rather than kept per connection.
+    private var spareOut: ByteBuffer?
+    private static let maxSpareOut = 64 << 10
+
     /// Moves what nghttp2 has to send to the socket (while it takes it), then
     /// completes the write promises of the body bytes nghttp2 took.
     private func flush() {
@@ -216,8 +225,9 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         guard let context, !isClosed else { return }
         var wrote = false
         // After most reads nghttp2 has nothing to send: its sender is not asked.
-        while !isClosed, session.wantsWrite, context.channel.isWritable {
-            var out: ByteBuffer?
+        while !isClosed, session.wantsWrite, writable {
+            var out = spareOut.take()
+            out?.clear()
             let more: Bool
             do {
                 more = try session.drain(into: &out, events: &events.pending)
@@ -225,10 +235,11 @@ final class UpstreamH2Connection: ChannelInboundHandler {
                 context.close(promise: nil)
                 return
             }
-            if let out {
+            if let out, out.readableBytes > 0 {
                 context.write(wrapOutboundOut(out), promise: nil)
                 wrote = true
             }
+            if let out, out.capacity <= Self.maxSpareOut { spareOut = out }
             handleEvents()
             if !more { break }
         }
@@ -270,7 +281,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         case .end(let id):
             streams[id]?.receivedEnd()
         case .closed(let id, let errorCode):
-            guard let s = streams.removeValue(forKey: id) else { return }
+            guard let s = streams.remove(id) else { return }
             release(s)
             s.closed(error: errorCode == NGHTTP2_REFUSED_STREAM.rawValue ? .refusedStream : .streamReset(errorCode))
             if goingAway, granted == 0 { close() }
@@ -294,7 +305,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// no ACK (or anything) comes within `pingTimeout`.
     func sweep(now: NIODeadline, responseTimeout: TimeAmount, pingTimeout: TimeAmount) {
         var late: [UpstreamH2Stream] = []
-        for s in streams.values where s.timedOut(now: now) { late.append(s) }
+        for s in streams.all where s.timedOut(now: now) { late.append(s) }
         for s in late { s.responseTimedOut() }
         let pingDue = quiet.quietTooLong(
             now: now, timeout: .nanoseconds(responseTimeout.nanoseconds / 2), watching: !streams.isEmpty && !isClosed)

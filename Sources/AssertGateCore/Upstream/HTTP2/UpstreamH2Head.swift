@@ -118,12 +118,11 @@ struct UpstreamH2Head: UpstreamValueSink {
     /// lower-cased and checked in place and the value checked, as
     /// `UpstreamHeadWriter` checks them; an empty name is never sent.
     private mutating func appendField(_ name: String, _ value: String, checked: Bool) -> Span {
-        var name = name
-        var value = value
+        // Read in place (`withUTF8` needs a mutable copy: a retain and release per string).
         let ns = bytes.count
-        name.withUTF8 { bytes.append(contentsOf: $0) }
+        UpstreamHeadWriter.withBytes(name) { bytes.append(contentsOf: $0) }
         let vs = bytes.count
-        value.withUTF8 { bytes.append(contentsOf: $0) }
+        UpstreamHeadWriter.withBytes(value) { bytes.append(contentsOf: $0) }
         var ok = vs > ns
         if ok, !checked {
             bytes.withUnsafeMutableBufferPointer { b in
@@ -145,9 +144,8 @@ struct UpstreamH2Head: UpstreamValueSink {
         let ns = bytes.count
         name.withUTF8Buffer { bytes.append(contentsOf: $0) }
         let vs = bytes.count
-        var value = value
         // One bulk copy, then the check over the copy (not a checked append per byte).
-        value.withUTF8 { bytes.append(contentsOf: $0) }
+        UpstreamHeadWriter.withBytes(value) { bytes.append(contentsOf: $0) }
         let ok = bytes.withUnsafeBufferPointer { UpstreamHeadWriter.isFieldValue(UnsafeBufferPointer(rebasing: $0[vs...])) }
         if !ok { isValid = false }
         return (ns, vs - ns, vs, bytes.count - vs)

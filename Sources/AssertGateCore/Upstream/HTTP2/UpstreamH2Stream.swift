@@ -44,9 +44,9 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
 
     // MARK: UpstreamExchange
 
-    func sendHead(_ head: UpstreamHead, end: Bool) {
+    func sendHead(_ head: consuming UpstreamHead, end: Bool) {
         guard id == 0, !isClosed else { return }
-        guard case .http2(let h2) = head else { preconditionFailure("an HTTP/1.1 head for an HTTP/2 stream") }
+        guard case .http2(let h2) = consume head else { preconditionFailure("an HTTP/1.1 head for an HTTP/2 stream") }
         if end { outEnded = true }
         guard let opened = connection.open(self, head: h2, hasBody: !end) else {
             // No stream could be opened (the connection is going away): never sent.
