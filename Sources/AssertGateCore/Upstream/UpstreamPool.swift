@@ -152,9 +152,22 @@ final class UpstreamPool {
         // for free the next time it is needed.
         endpoints = endpoints.filter { !$0.value.isForgettable }
         lastPool = nil
-        for pool in h2Endpoints.values { pool.sweep(now: now) }
+        for (key, pool) in h2Endpoints {
+            pool.sweep(now: now)
+            pool.checkExhaustion(upstream: key.upstream, now: now)
+        }
         h2Endpoints = h2Endpoints.filter { !$0.value.isForgettable }
         lastH2Pool = nil
+    }
+}
+
+extension UpstreamPool {
+    /// A pool's exhaustion changed: `/readyz` hears of it, and the log when it begins.
+    func exhaustionChanged(_ exhausted: Bool, upstream: String, endpoint: UpstreamEndpoint, key: String) {
+        health.set(upstream: upstream, pool: key, exhausted: exhausted)
+        if exhausted {
+            logger.warning("upstream pool exhausted", metadata: ["upstream": "\(upstream)", "endpoint": "\(endpoint)"])
+        }
     }
 }
 
@@ -213,21 +226,17 @@ final class EndpointPool {
 
     /// Connections (leased or connecting) per client address.
     private var shares = ClientShares()
-    /// Since when no free connection has been found for a request (none has
-    /// freed since): the pool is exhausted.
-    private var exhaustedSince: NIODeadline?
-    private var reportedExhausted = false
-    /// Distinguishes this pool in `UpstreamHealth` (one per worker and endpoint).
-    private lazy var healthKey = "\(endpoint) worker \(ObjectIdentifier(pool).hashValue)"
+    private var exhaustion: PoolExhaustion
 
     init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
         self.endpoint = endpoint
         self.pool = pool
+        exhaustion = PoolExhaustion(endpoint: endpoint, pool: pool)
     }
 
     /// No connection, no waiter, no failure to remember.
     var isForgettable: Bool {
-        total == 0 && open.isEmpty && waiters.isEmpty && ejection.isClear && !reportedExhausted
+        total == 0 && open.isEmpty && waiters.isEmpty && ejection.isClear && !exhaustion.reported
     }
 
     func isEjected(now: NIODeadline) -> Bool { ejection.isEjected(now: now) }
@@ -262,7 +271,7 @@ final class EndpointPool {
         } else {
             // No free connection for this request: the pool is exhausted from now
             // until one is free again (`checkExhaustion`).
-            if exhaustedSince == nil { exhaustedSince = now }
+            exhaustion.requestWaited(now: now)
             waiters.append(Waiter(
                 delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: limits.responseTimeout))
         }
@@ -425,15 +434,9 @@ final class EndpointPool {
     /// with requests waiting, for longer than its response timeout is reported
     /// to `/readyz` until it has a free connection again.
     func checkExhaustion(upstream: String, now: NIODeadline) {
-        if total < limits.connections || !idle.isEmpty { exhaustedSince = nil }
-        let report = exhaustedSince.map { $0 + limits.responseTimeout <= now } ?? false
-        if report != reportedExhausted {
-            reportedExhausted = report
-            pool.health.set(upstream: upstream, pool: healthKey, exhausted: report)
-            if report {
-                pool.logger.warning(
-                    "upstream pool exhausted", metadata: ["upstream": "\(upstream)", "endpoint": "\(endpoint)"])
-            }
+        let free = total < limits.connections || !idle.isEmpty
+        if let exhausted = exhaustion.check(free: free, now: now, timeout: limits.responseTimeout) {
+            pool.exhaustionChanged(exhausted, upstream: upstream, endpoint: endpoint, key: exhaustion.key)
         }
     }
 

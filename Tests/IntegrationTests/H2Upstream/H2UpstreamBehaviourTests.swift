@@ -14,6 +14,7 @@ extension Integration {
             let connections: Int
             let resets: Int
             let maxConcurrent: Int
+            let hangs: Int
         }
 
         struct Echo: Decodable {
@@ -103,6 +104,44 @@ extension Integration {
             let early = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/reset-before-head"])
             #expect(early.stdout.contains(" 502"))
             #expect(early.stdout.contains("\"reason\":\"upstream-unavailable\""))
+            try await h.stop()
+        }
+
+        /// `/readyz`'s exhausted-pool signal on an HTTP/2 upstream: one
+        /// connection of one stream, held by a request whose route waits 30 s
+        /// (`routes[].limits`); another client's request waits the upstream's
+        /// 300 ms for a slot, and the pool is reported until the stream ends.
+        @Test func anExhaustedHTTP2PoolIsReportedUntilAStreamEnds() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Harness.start(
+                upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port, scheme: .h2c)],
+                responseTimeout: .milliseconds(300), threads: 1
+            ) {
+                $0.upstreams["legacy"]?.maxConnectionsPerEndpoint = 1
+                $0.upstreams["legacy"]?.maxStreamsPerConnection = 1
+                var hang = RouteConfig(match: RouteMatch(kind: .exact("/hang")), upstream: "legacy", mode: .passthrough)
+                hang.limits.responseTimeout = .seconds(30)
+                $0.routes.insert(hang, at: 0)
+            }
+            // curl gives up after 4 s, which resets the stream and frees the slot.
+            let holder = Task {
+                try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "--interface", "127.0.0.1", "-m", "4", "\(h.base)/hang"])
+            }
+            #expect(try await Self.waitForStats(up) { $0.hangs == 1 }.hangs == 1)
+            #expect(h.gateway.upstreamHealth.exhaustedUpstreams.isEmpty)
+            let r = try await Run.tool(
+                "curl", ["-sS", "--http2-prior-knowledge", "--interface", "127.0.0.3", "-o", "/dev/null", "-w", "%{http_code}",
+                         "-m", "10", "\(h.base)/ok"])
+            #expect(r.stdout == "504", "\(r.stdout) \(r.stderr)")
+            #expect(try await Integration.HardeningTests.eventually(within: 3) { !h.gateway.upstreamHealth.exhaustedUpstreams.isEmpty })
+            #expect(h.gateway.upstreamHealth.exhaustedUpstreams.first?.hasPrefix("legacy (h2c://127.0.0.1:") == true,
+                    "\(h.gateway.upstreamHealth.exhaustedUpstreams)")
+            _ = try await holder.value
+            #expect(try await Integration.HardeningTests.eventually(within: 5) { h.gateway.upstreamHealth.exhaustedUpstreams.isEmpty })
+            // The slot serves again.
+            let after = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/ok"])
+            #expect(after.stdout == "ok")
             try await h.stop()
         }
 

@@ -15,9 +15,10 @@ Paths:
                      ones: 200 "second"
   /slow              200 "ok" after 50 ms
   /freeze            this connection stops reading and writing (no PING ACK)
-  /hang              never answered; a RST_STREAM for it is counted
+  /hang              never answered (counted); a RST_STREAM for it is counted
   /stats             JSON counters: connections, resets (RST_STREAM received),
-                     maxConcurrent (streams open at once on one connection)
+                     maxConcurrent (streams open at once on one connection),
+                     hangs (/hang requests seen)
 """
 import asyncio
 import json
@@ -28,7 +29,7 @@ import h2.connection
 import h2.errors
 import h2.events
 
-STATS = {"connections": 0, "resets": 0, "maxConcurrent": 0}
+STATS = {"connections": 0, "resets": 0, "maxConcurrent": 0, "hangs": 0}
 REFUSED = False
 
 
@@ -106,6 +107,7 @@ class Conn:
                 self.flush()
             asyncio.get_running_loop().call_later(0.05, later)
         elif path == "/hang":
+            STATS["hangs"] += 1
             return
         elif path == "/freeze":
             self.frozen = True

@@ -29,16 +29,19 @@ final class H2EndpointPool {
     private var tls: UpstreamTLS?
     private var ejection = EndpointEjection()
     private var loggedConnectFailure = false
+    private var exhaustion: PoolExhaustion
 
     typealias Waiter = UpstreamWaiter
 
     init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
         self.endpoint = endpoint
         self.pool = pool
+        exhaustion = PoolExhaustion(endpoint: endpoint, pool: pool)
     }
 
     var isForgettable: Bool {
         connections.isEmpty && retiring.isEmpty && connecting == 0 && waiters.isEmpty && ejection.isClear
+            && !exhaustion.reported
     }
 
     func isEjected(now: NIODeadline) -> Bool { ejection.isEjected(now: now) }
@@ -63,7 +66,15 @@ final class H2EndpointPool {
         self.config = config
         waiters.append(w)
         connectIfNeeded()
+        // Every slot taken, none coming and no connection left to open:
+        // exhausted until a stream ends (a request held back only by its
+        // client's share is not).
+        if shares.count(client) < limits.perClient, connecting == 0, !canOpenConnection {
+            exhaustion.requestWaited(now: now)
+        }
     }
+
+    private var canOpenConnection: Bool { connections.count + retiring.count + connecting < limits.connections }
 
     /// The ready connection with a free slot that is fullest (packing).
     private func roomiest() -> UpstreamH2Connection? {
@@ -111,7 +122,7 @@ final class H2EndpointPool {
         let cap = limits.perClient
         let eligible = waiters.reduce(0) { $0 + (shares.count($1.client) < cap ? 1 : 0) }
         let coming = connecting * max(1, config.maxStreamsPerConnection)
-        guard eligible > coming, connections.count + retiring.count + connecting < limits.connections else { return }
+        guard eligible > coming, canOpenConnection else { return }
         connect(config: config)
     }
 
@@ -252,6 +263,15 @@ final class H2EndpointPool {
             if c.isIdle, c.idleSince + idleTimeout <= now { c.close() }
         }
         waiters.failExpired(now: now)
+    }
+
+    /// Reported to `/readyz` while requests have waited past the response
+    /// timeout with every slot taken (`PoolExhaustion`).
+    func checkExhaustion(upstream: String, now: NIODeadline) {
+        let free = canOpenConnection || connections.contains(where: \.hasRoom)
+        if let exhausted = exhaustion.check(free: free, now: now, timeout: limits.responseTimeout) {
+            pool.exhaustionChanged(exhausted, upstream: upstream, endpoint: endpoint, key: exhaustion.key)
+        }
     }
 
     /// Closes connections without streams (shutdown).

@@ -1,0 +1,33 @@
+import NIOCore
+
+/// Whether an endpoint pool has left a request waiting with nothing free
+/// (HTTP/1.1: every connection busy; HTTP/2: every stream slot taken) and
+/// could open no more connections, for longer than the upstream's response
+/// timeout, until something frees. Both kinds of pool keep one; the sweep
+/// reports a flip to `/readyz` (`UpstreamPool.exhaustionChanged`).
+struct PoolExhaustion {
+    private var since: NIODeadline?
+    /// What `/readyz` was last told.
+    private(set) var reported = false
+    /// Distinguishes the pool in `UpstreamHealth` (one per worker and endpoint).
+    let key: String
+
+    init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
+        key = "\(endpoint) worker \(ObjectIdentifier(pool).hashValue)"
+    }
+
+    /// A request found nothing free and the pool may open no more connections.
+    mutating func requestWaited(now: NIODeadline) {
+        if since == nil { since = now }
+    }
+
+    /// The sweep's look: `free` when the pool could serve a request now.
+    /// The new state when it changed, else nil.
+    mutating func check(free: Bool, now: NIODeadline, timeout: TimeAmount) -> Bool? {
+        if free { since = nil }
+        let exhausted = since.map { $0 + timeout <= now } ?? false
+        guard exhausted != reported else { return nil }
+        reported = exhausted
+        return exhausted
+    }
+}
