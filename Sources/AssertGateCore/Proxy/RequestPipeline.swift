@@ -508,13 +508,14 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             guard upstreamHead != nil else {
                 return answer(Rejection(.upstreamUnavailable, "a header or the target cannot be sent upstream"))
             }
-            lease(route, attempt: 0)
+            lease(route, attempt: 0, config: upstream)
         }
     }
 
-    private func lease(_ route: RouteConfig, attempt: Int) {
+    /// `config`: the route's upstream when the caller has just looked it up (one hashed lookup, not two).
+    private func lease(_ route: RouteConfig, attempt: Int, config: UpstreamConfig? = nil) {
         record.upstream = route.upstream
-        guard let upstream = snapshot.config.upstreams[route.upstream] else {
+        guard let upstream = config ?? snapshot.config.upstreams[route.upstream] else {
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
         }
         stage = .leasing(route, attempt: attempt)
@@ -709,12 +710,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
-        guard case .forwarding(let conn) = stage else { return }
+        guard case .forwarding = stage else { return }
         replayBody = nil
         keepForReplay = false
         var head = head
         if let setBits = Self.removeTrustFields(&head, prefix: snapshot.trustPrefixLower),
-            let queued = queueBitUpdate(setBits)
+            let queued = queueBitUpdate(setBits), case .forwarding(let conn) = stage
         {
             heldResponse = (head, [], nil, false)
             conn.pauseReads()
