@@ -5,7 +5,8 @@ import NIOHTTP1
 /// and the response body waiting for nghttp2's data provider (its
 /// `HTTP2DataSource`). The request head arrives decoded (`HTTP2HeaderBlock`).
 final class HTTP2Stream: ResponseSink, HTTP2DataSource {
-    let id: Int32
+    /// Set again only by `reuse`, once nothing else holds the stream.
+    private(set) var id: Int32
     /// Weak: a pipeline whose gate work outlives the connection may still hold this stream.
     weak var connection: HTTP2ServerConnection?
 
@@ -37,6 +38,24 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     init(id: Int32, connection: HTTP2ServerConnection) {
         self.id = id
         self.connection = connection
+    }
+
+    /// The stream as new, for stream `id`: the connection keeps a few closed
+    /// streams that nothing else holds (a pipeline would still be one holder)
+    /// instead of allocating and freeing one per request.
+    func reuse(id: Int32) {
+        self.id = id
+        pipeline = nil
+        isClosed = false
+        responseSubmitted = false
+        outFirst = nil
+        outQueue.removeAll(keepingCapacity: true)
+        outBytes = 0
+        outEnded = false
+        congested = false
+        outputProgress = 0
+        progressAtLastCheck = 0
+        quietSince = nil
     }
 
     var allocator: ByteBufferAllocator { connection?.allocator ?? ByteBufferAllocator() }
