@@ -198,8 +198,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
-    private func handle(_ event: HTTP2Session.Event) {
-        switch event {
+    private func handle(_ event: consuming HTTP2Session.Event) {
+        switch consume event {
         case .headerBlockStarted:
             // Request heads and trailers alike: the block must complete in time.
             timeouts?.requestHeadStarted()
