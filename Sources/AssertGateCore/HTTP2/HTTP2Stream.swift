@@ -7,8 +7,13 @@ import NIOHTTP1
 final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     /// Set again only by `reuse`, once nothing else holds the stream.
     private(set) var id: Int32
-    /// Weak: a pipeline whose gate work outlives the connection may still hold this stream.
-    weak var connection: HTTP2ServerConnection?
+    /// Strong (a weak reference cost a side-table load on each of a request's
+    /// half-dozen calls): the cycle through the connection's stream table is
+    /// broken when the stream leaves it (its close; all streams at
+    /// channelInactive and handlerRemoved). A pipeline whose gate work
+    /// outlives the connection keeps the handler object (not its session or
+    /// channel) until it finishes; its calls then find no session and do nothing.
+    let connection: HTTP2ServerConnection
 
     var pipeline: RequestPipeline?
     /// nghttp2 closed the stream (on_stream_close seen).
@@ -58,27 +63,27 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         quietSince = nil
     }
 
-    var allocator: ByteBufferAllocator { connection?.allocator ?? ByteBufferAllocator() }
+    var allocator: ByteBufferAllocator { connection.allocator }
 
     func sendResponseHead(status: Int, headers: HTTPHeaders, endStream: Bool) {
         guard !isClosed, !responseSubmitted else { return }
         responseSubmitted = true
         if endStream { outEnded = true }
-        connection?.submitResponse(self, status: status, headers: headers, endStream: endStream)
+        connection.submitResponse(self, status: status, headers: headers, endStream: endStream)
     }
 
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) {
         guard !isClosed, !responseSubmitted else { return }
         responseSubmitted = true
         if head.endsStream { outEnded = true }
-        connection?.submitUpstreamResponse(self, head: head, requestId: requestId)
+        connection.submitUpstreamResponse(self, head: head, requestId: requestId)
     }
 
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard !isClosed, buffer.readableBytes > 0 else { return }
         if outBytes == 0 {
             outputProgress &+= 1
-            connection?.watchForStalledWrites()
+            connection.watchForStalledWrites()
         }
         outBytes += buffer.readableBytes
         if outFirst == nil {
@@ -87,27 +92,27 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             outQueue.append(buffer)
         }
         if outBytes > Self.highWater { congested = true }
-        connection?.resumeIfDeferred(self)
+        connection.resumeIfDeferred(self)
     }
 
     func sendResponseTrailers(_ fields: HTTPHeaders) {
         guard !isClosed, !outEnded, responseSubmitted else { return }
-        connection?.setTrailers(self, fields)
+        connection.setTrailers(self, fields)
     }
 
     func sendResponseEnd() {
         guard !isClosed, !outEnded else { return }
         outEnded = true
-        connection?.resumeIfDeferred(self)
+        connection.resumeIfDeferred(self)
     }
 
     func abortResponse(http2ErrorCode: UInt32?) {
         guard !isClosed else { return }
-        connection?.resetStream(self, errorCode: http2ErrorCode ?? 0x2)  // INTERNAL_ERROR
+        connection.resetStream(self, errorCode: http2ErrorCode ?? 0x2)  // INTERNAL_ERROR
     }
 
     func requestBodyConsumed(_ bytes: Int) {
-        connection?.consume(streamId: id, bytes: bytes)
+        connection.consume(streamId: id, bytes: bytes)
     }
 
     var isCongested: Bool { congested }
@@ -115,7 +120,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     func pipelineFinished() {
         guard pipeline != nil else { return }
         pipeline = nil
-        connection?.requestFinished()
+        connection.requestFinished()
     }
 
     /// nghttp2's data provider: the queued bytes, the end once queued and
