@@ -93,7 +93,10 @@ final class HTTP2Session {
     private var isClient: Bool { headCategory == NGHTTP2_HCAT_RESPONSE }
 
     /// The caller's event list, lent for the length of `feed`/`drain`.
-    private var events: [Event] = []
+    private var events: [Event] {
+        _read { yield rx.events }
+        _modify { yield &rx.events }
+    }
     /// True while nghttp2 runs: no nghttp2 function may be entered from a callback.
     private var insideNghttp2 = false
     /// The buffer `feed` passes to nghttp2, for zero-copy DATA slices. Set
@@ -123,7 +126,10 @@ final class HTTP2Session {
     /// whose id no longer matches (checked on every lookup). A slot is freed
     /// exactly once, when nghttp2 closes its stream; the streams still open
     /// when the session goes are freed with the array.
-    private var slots = StreamSlots()
+    private var slots: StreamSlots {
+        _read { yield rx.slots }
+        _modify { yield &rx.slots }
+    }
     /// Streams whose head has begun (a server's) or that were submitted (a
     /// client's) and that nghttp2 has not closed.
     var openStreams: Int { slots.open }
@@ -335,7 +341,87 @@ final class HTTP2Session {
                 .init(nameStart: ns, nameLength: name.count, valueStart: vs, valueLength: value.count, forward: forward))
         }
     }
-    private var block = HeaderBlock()
+    private var block: HeaderBlock {
+        _read { yield rx.block }
+        _modify { yield &rx.block }
+    }
+
+    /// The events, the stream slots and the header block in progress: what
+    /// the receiving callbacks change together, in one property so that a
+    /// callback's work is one exclusivity check (`Receive`'s methods), not one
+    /// per part touched. `events`, `slots` and `block` name its parts.
+    private var rx = Receive()
+
+    private struct Receive {
+        var events: [Event] = []
+        var slots = StreamSlots()
+        var block = HeaderBlock()
+
+        /// A header block begins on stream `id` (its slot, if it has one, already open).
+        mutating func beginBlock(_ id: Int32, isHead: Bool, slot: Int?) {
+            // Set in place: the block left by `endBlock` is a fresh one, with nothing to destroy.
+            block.begin(id, isHead: isHead, slot: slot, carried: slot.map { slots.blockStart($0) })
+            // Heads and trailers alike: the owner may want the block complete in time.
+            events.append(.headerBlockStarted(id))
+        }
+
+        /// The block in progress is complete (or its stream is gone): its size
+        /// stays with the stream, for the trailers' share of the limit.
+        mutating func endBlock() -> HeaderBlock {
+            let ended = block.moveOut()
+            slots.setHeaderListBytes(ended.listBytes, slot: ended.slot, id: ended.streamId)
+            events.append(.headerBlockEnded(ended.streamId))
+            return ended
+        }
+
+        /// A HEADERS frame (with its CONTINUATIONs) arrived whole on stream
+        /// `id`: its block is ended and its head or trailers recorded. False
+        /// when no block of the stream is in progress.
+        mutating func headersReceived(_ id: Int32, endStream: Bool, client: Bool) -> Bool {
+            guard id == block.streamId else { return false }
+            if !block.cookies.isEmpty {
+                // Joined here, while the fields have one owner: appended in place.
+                block.head.fieldList.append(("cookie", block.cookies.joined(separator: "; ")))
+            }
+            // Moved out of `block`, and its parts out of it into the events: not copied.
+            var ended = endBlock()
+            guard let slot = slots.live(ended.slot, id) else { return true }
+            if ended.isHead {
+                if client {
+                    let response = ended.response.take() ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
+                    // Informational: the final head follows.
+                    if (100..<200).contains(response.status) { return true }
+                    slots[slot].finalHeadSeen = true
+                    if ended.overLimit {
+                        events.append(.headTooLarge(id, ended.takeHead()))
+                    } else {
+                        events.append(.response(id, response, endStream: endStream))
+                    }
+                } else if ended.overLimit {
+                    slots[slot].headTooLarge = true
+                    events.append(.headTooLarge(id, ended.takeHead()))
+                } else {
+                    events.append(.head(id, ended.takeHead(), endStream: endStream))
+                }
+            } else {
+                if !ended.trailers.isEmpty {
+                    var trailers = HTTPHeaders()
+                    swap(&trailers, &ended.trailers)
+                    events.append(.trailers(id, trailers))
+                }
+                if endStream { events.append(.end(id)) }
+            }
+            return true
+        }
+
+        /// nghttp2 closed the stream: a block it refused (bad field, too
+        /// large) ends with it, and its slot (if it has one) is freed.
+        mutating func streamClosed(_ id: Int32, slot: Int?, errorCode: UInt32) {
+            if id == block.streamId { _ = endBlock() }
+            if let slot { slots.release(slot) }
+            events.append(.closed(id, errorCode: errorCode))
+        }
+    }
     /// Streams whose source gave its last byte and that have trailers: the
     /// trailers are submitted after `mem_send` returns (never from a callback).
     private var trailersDue: [Int32] = []
@@ -859,10 +945,7 @@ final class HTTP2Session {
             isHead = false
             slot = self.slot(of: id)
         }
-        // Set in place (one access): the block left by `endBlock` is a fresh one, with nothing to destroy.
-        block.begin(id, isHead: isHead, slot: slot, carried: slot.map { slots.blockStart($0) })
-        // Heads and trailers alike: the owner may want the block complete in time.
-        events.append(.headerBlockStarted(id))
+        rx.beginBlock(id, isHead: isHead, slot: slot)
         return 0
     }
 
@@ -950,42 +1033,9 @@ final class HTTP2Session {
         let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            if id == block.streamId, !block.cookies.isEmpty {
-                // Joined here, while the fields have one owner: appended in place.
-                block.head.fieldList.append(("cookie", block.cookies.joined(separator: "; ")))
-            }
-            guard id == block.streamId else {
+            if !rx.headersReceived(id, endStream: endStream, client: isClient) {
                 // No block of this stream in progress: only its end, if it is open.
                 if endStream, slot(of: id) != nil { events.append(.end(id)) }
-                return 0
-            }
-            // Moved out of `block`, and its parts out of it into the events: not copied.
-            var ended = endBlock()
-            guard let slot = live(ended.slot, id) else { return 0 }
-            if ended.isHead {
-                if isClient {
-                    let response = ended.response.take() ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
-                    // Informational: the final head follows.
-                    if (100..<200).contains(response.status) { return 0 }
-                    slots[slot].finalHeadSeen = true
-                    if ended.overLimit {
-                        events.append(.headTooLarge(id, ended.takeHead()))
-                    } else {
-                        events.append(.response(id, response, endStream: endStream))
-                    }
-                } else if ended.overLimit {
-                    slots[slot].headTooLarge = true
-                    events.append(.headTooLarge(id, ended.takeHead()))
-                } else {
-                    events.append(.head(id, ended.takeHead(), endStream: endStream))
-                }
-            } else {
-                if !ended.trailers.isEmpty {
-                    var trailers = HTTPHeaders()
-                    swap(&trailers, &ended.trailers)
-                    events.append(.trailers(id, trailers))
-                }
-                if endStream { events.append(.end(id)) }
             }
         case NGHTTP2_DATA.rawValue:
             if endStream {
@@ -1012,16 +1062,6 @@ final class HTTP2Session {
         return 0
     }
 
-    /// The block in progress is complete (or its stream is gone): its size
-    /// stays with the stream, for the trailers' share of the limit.
-    @discardableResult
-    private func endBlock() -> HeaderBlock {
-        let ended = block.moveOut()
-        slots.setHeaderListBytes(ended.listBytes, slot: ended.slot, id: ended.streamId)
-        events.append(.headerBlockEnded(ended.streamId))
-        return ended
-    }
-
     fileprivate func cbDataChunk(_ streamId: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
         let p = UnsafeRawPointer(data)
         var chunk: ByteBuffer
@@ -1038,11 +1078,8 @@ final class HTTP2Session {
     }
 
     fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
-        // A block nghttp2 refused (bad field, too large) ends with its stream.
-        if streamId == block.streamId { endBlock() }
         // stream_user_data is still readable here (nghttp2 documents it so).
-        if let slot = slot(of: streamId) { freeSlot(slot) }
-        events.append(.closed(streamId, errorCode: errorCode))
+        rx.streamClosed(streamId, slot: slot(of: streamId), errorCode: errorCode)
         return 0
     }
 
