@@ -223,9 +223,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         case .end(let id):
             streams.lookup(id)?.pipeline?.receiveEnd()
         case .closed(let id, _):
-            guard var stream = streams.remove(id) else { return }
-            stream.isClosed = true
-            if let p = stream.pipeline { p.downstreamAborted() }
+            guard var stream = streams.close(id), let p = stream.pipeline else { return }
+            p.downstreamAborted()
             streams.recycle(&stream)
         case .drained(let id):
             streams.lookup(id)?.pipeline?.downstreamDrained()

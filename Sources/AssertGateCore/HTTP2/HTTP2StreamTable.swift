@@ -33,9 +33,16 @@ struct HTTP2StreamTable {
         return stream
     }
 
-    mutating func remove(_ id: Int32) -> HTTP2Stream? {
+    /// nghttp2 closed stream `id`: it leaves the table, marked closed.
+    /// Returned only while its pipeline runs (the caller aborts it, then
+    /// `recycle`s it); a finished one is recycled here, in the same access.
+    mutating func close(_ id: Int32) -> HTTP2Stream? {
         if last?.id == id { last = nil }
-        return byId.removeValue(forKey: id)
+        guard var stream = byId.removeValue(forKey: id) else { return nil }
+        stream.isClosed = true
+        if stream.pipeline != nil { return stream }
+        recycle(&stream)
+        return nil
     }
 
     /// Keeps a closed stream for reuse if nothing else holds it: then no
