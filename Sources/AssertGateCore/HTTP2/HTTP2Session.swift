@@ -45,9 +45,12 @@ final class HTTP2Session {
 
     /// Recorded by the callbacks, in the order nghttp2 reported them.
     enum Event {
-        /// A header block began (HEADERS: a head or trailers). It ends with
-        /// `headerBlockEnded`, or when its stream closes.
+        /// A header block began (HEADERS: a head or trailers) and was still
+        /// unfinished when `feed` returned: recorded last in that feed's
+        /// events. It ends with `headerBlockEnded`, or when its stream closes.
         case headerBlockStarted(Int32)
+        /// A header block ended (also one whose start was not recorded: it
+        /// began and ended within one `feed`).
         case headerBlockEnded(Int32)
         /// A stream's head, complete (a request's on a server, a final
         /// response's on a client: 1xx heads are dropped).
@@ -211,6 +214,8 @@ final class HTTP2Session {
         var overLimit = false
         /// Handed to the owner by `takeUnfinishedHead`.
         var handedOver = false
+        /// `headerBlockStarted` recorded (at the end of the `feed` the block did not finish in).
+        var startReported = false
         /// The last value seen of fields a connection's requests tend to
         /// repeat (`:authority` and the slots `knownName` gives): carried from
         /// block to block by `moveOut`, and kept here so that a field is
@@ -361,8 +366,16 @@ final class HTTP2Session {
         mutating func beginBlock(_ id: Int32, isHead: Bool, slot: Int?) {
             // Set in place: the block left by `endBlock` is a fresh one, with nothing to destroy.
             block.begin(id, isHead: isHead, slot: slot, carried: slot.map { slots.blockStart($0) })
-            // Heads and trailers alike: the owner may want the block complete in time.
-            events.append(.headerBlockStarted(id))
+        }
+
+        /// A block still unfinished once nghttp2 has taken the fed bytes: its
+        /// start is recorded, once (heads and trailers alike: the owner may
+        /// want it complete in time). One that began and ended within the
+        /// same bytes reports only its end: nothing waited on it.
+        mutating func reportUnfinishedBlock() {
+            guard block.streamId != 0, !block.startReported else { return }
+            block.startReported = true
+            events.append(.headerBlockStarted(block.streamId))
         }
 
         /// The block in progress is complete (or its stream is gone): its size
@@ -537,8 +550,8 @@ final class HTTP2Session {
     /// nghttp2 then queued a GOAWAY if it could).
     func feed(_ bytes: ByteBuffer, into events: inout [Event]) throws(HTTP2SessionError) {
         assertOutsideCallbacks()
-        let rv = recording(into: &events) {
-            bytes.withUnsafeReadableBytes { raw -> Int in
+        let rv = recording(into: &events) { () -> Int in
+            let n = bytes.withUnsafeReadableBytes { raw -> Int in
                 guard let base = raw.baseAddress else { return 0 }
                 inbound = (base, raw.count, bytes)
                 insideNghttp2 = true
@@ -548,6 +561,8 @@ final class HTTP2Session {
                 }
                 return nghttp2_session_mem_recv(self.raw, base.assumingMemoryBound(to: UInt8.self), raw.count)
             }
+            rx.reportUnfinishedBlock()
+            return n
         }
         if rv < 0 { throw HTTP2SessionError(code: rv) }
     }
