@@ -29,6 +29,10 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     var outBytes = 0
     var outEnded = false
     var congested = false
+    /// `readData` answered `.deferred` and nghttp2 waits for a resume: the
+    /// connection (and its session's slot) is asked only then, not for every
+    /// chunk and end queued before nghttp2 first read the stream.
+    private var awaitingResume = false
     /// Times queued response bytes moved (queued into an empty queue, or taken
     /// by nghttp2): a counter, so the send path takes no clock; the
     /// connection's stall watch turns an unchanged count into quiet time.
@@ -58,6 +62,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         outBytes = 0
         outEnded = false
         congested = false
+        awaitingResume = false
         outputProgress = 0
         progressAtLastCheck = 0
         quietSince = nil
@@ -92,7 +97,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             outQueue.append(buffer)
         }
         if outBytes > Self.highWater { congested = true }
-        connection.resumeIfDeferred(self)
+        resumeIfAwaited()
     }
 
     func sendResponseTrailers(_ fields: HTTPHeaders) {
@@ -103,6 +108,12 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     func sendResponseEnd() {
         guard !isClosed, !outEnded else { return }
         outEnded = true
+        resumeIfAwaited()
+    }
+
+    private func resumeIfAwaited() {
+        guard awaitingResume else { return }
+        awaitingResume = false
         connection.resumeIfDeferred(self)
     }
 
@@ -132,6 +143,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             if outEnded {
                 end = true
             } else if n == 0 {
+                awaitingResume = true
                 return .deferred
             }
         }
