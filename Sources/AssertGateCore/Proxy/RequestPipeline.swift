@@ -508,16 +508,22 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             guard upstreamHead != nil else {
                 return answer(Rejection(.upstreamUnavailable, "a header or the target cannot be sent upstream"))
             }
-            lease(route, attempt: 0, config: upstream)
+            // The upstream looked up above, not hashed for again (nor copied).
+            if let upstream { lease(route, attempt: 0, upstream: upstream) } else { lease(route, attempt: 0) }
         }
     }
 
-    /// `config`: the route's upstream when the caller has just looked it up (one hashed lookup, not two).
-    private func lease(_ route: RouteConfig, attempt: Int, config: UpstreamConfig? = nil) {
-        record.upstream = route.upstream
-        guard let upstream = config ?? snapshot.config.upstreams[route.upstream] else {
+    private func lease(_ route: RouteConfig, attempt: Int) {
+        guard let upstream = snapshot.config.upstreams[route.upstream] else {
+            record.upstream = route.upstream
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
         }
+        lease(route, attempt: attempt, upstream: upstream)
+    }
+
+    /// `upstream`: the route's, as the caller found it.
+    private func lease(_ route: RouteConfig, attempt: Int, upstream: UpstreamConfig) {
+        record.upstream = route.upstream
         stage = .leasing(route, attempt: attempt)
         // A gRPC client's deadline caps how long the gateway waits for this answer
         // (this request's alone: the pool keeps the upstream's own timeout).
