@@ -16,7 +16,10 @@ final class HTTP2EventQueue {
 
     var isEmpty: Bool { pending.isEmpty }
 
-    func process(_ handle: (HTTP2Session.Event) -> Void) {
+    /// `handle` owns each event: a handler that switches on it with `consume`
+    /// takes a head's parts without copying them, and the payload-free
+    /// events need no destroy through the enum's value witness.
+    func process(_ handle: (consuming HTTP2Session.Event) -> Void) {
         if processing || pending.isEmpty { return }
         processing = true
         defer { processing = false }
@@ -28,7 +31,7 @@ final class HTTP2EventQueue {
             for i in taken.indices {
                 var e = HTTP2Session.Event.settingsReceived
                 swap(&e, &taken[i])
-                handle(e)
+                handle(consume e)
             }
             taken.removeAll(keepingCapacity: true)
             swap(&taken, &batch)

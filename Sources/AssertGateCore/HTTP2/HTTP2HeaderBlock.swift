@@ -9,5 +9,10 @@ struct HTTP2HeaderBlock {
     var method: String?
     var path: String?
     var authority: String?
-    var fields = HTTPHeaders()
+    /// The regular fields in order, a plain array while nghttp2 decodes them:
+    /// `HTTPHeaders.add` would check each name for ASCII and `connection`,
+    /// which nghttp2 has already refused.
+    var fieldList: [(String, String)] = []
+    /// The regular fields (the list shared, not copied).
+    var fields: HTTPHeaders { HTTPHeaders(fieldList) }
 }

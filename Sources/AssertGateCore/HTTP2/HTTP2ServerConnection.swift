@@ -24,18 +24,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private let timeouts: ConnectionTimeoutHandler?
     private var context: ChannelHandlerContext?
     private(set) var allocator = ByteBufferAllocator()
-    private var streams: [Int32: HTTP2Stream] = [:]
-    /// The stream looked up last: a request's events come one stream at a
-    /// time, so most lookups skip hashing. Cleared whenever a stream leaves `streams`.
-    private var lastStream: HTTP2Stream?
-
-    @inline(__always)
-    private func lookupStream(_ id: Int32) -> HTTP2Stream? {
-        if let s = lastStream, s.id == id { return s }
-        let s = streams[id]
-        if s != nil { lastStream = s }
-        return s
-    }
+    private var streams = HTTP2StreamTable()
     /// The session's events not yet acted on.
     private let events = HTTP2EventQueue()
     private var inRead = false
@@ -124,10 +113,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func abortAll() {
-        let open = streams.values
-        streams.removeAll()
-        lastStream = nil
-        for s in open {
+        for s in streams.removeAll() {
             s.isClosed = true
             s.pipeline?.downstreamAborted()
         }
@@ -212,8 +198,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
-    private func handle(_ event: HTTP2Session.Event) {
-        switch event {
+    private func handle(_ event: consuming HTTP2Session.Event) {
+        switch consume event {
         case .headerBlockStarted:
             // Request heads and trailers alike: the block must complete in time.
             timeouts?.requestHeadStarted()
@@ -227,22 +213,21 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 Rejection(.headersTooLarge, "header list over limits.maxHeaderListBytes"), requestId: worker.requestIds.make(), method: head.method ?? "",
                 target: head.path ?? "", observer: worker.observer)
         case .data(let id, let buffer):
-            if let p = lookupStream(id)?.pipeline {
+            if let p = streams.lookup(id)?.pipeline {
                 p.receiveBody(buffer)
             } else {
                 consume(streamId: id, bytes: buffer.readableBytes)
             }
         case .trailers(let id, let fields):
-            lookupStream(id)?.pipeline?.receiveTrailers(fields)
+            streams.lookup(id)?.pipeline?.receiveTrailers(fields)
         case .end(let id):
-            lookupStream(id)?.pipeline?.receiveEnd()
+            streams.lookup(id)?.pipeline?.receiveEnd()
         case .closed(let id, _):
-            if lastStream?.id == id { lastStream = nil }
-            guard let stream = streams.removeValue(forKey: id) else { return }
-            stream.isClosed = true
-            if let p = stream.pipeline { p.downstreamAborted() }
+            guard var stream = streams.close(id), let p = stream.pipeline else { return }
+            p.downstreamAborted()
+            streams.recycle(&stream)
         case .drained(let id):
-            lookupStream(id)?.pipeline?.downstreamDrained()
+            streams.lookup(id)?.pipeline?.downstreamDrained()
         case .trailersTooLarge:
             // nghttp2 resets the stream (its pipeline reports it); count it as a server reset.
             charge(&serverResetBudget)
@@ -261,10 +246,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     /// The stream a complete head opens for the gateway.
     private func openStream(_ id: Int32) -> HTTP2Stream {
-        let stream = HTTP2Stream(id: id, connection: self)
-        streams[id] = stream
-        lastStream = stream
-        return stream
+        streams.open(id, connection: self)
     }
 
     private func startRequest(_ stream: HTTP2Stream, _ head: HTTP2HeaderBlock, endStream: Bool) {
@@ -365,7 +347,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         var stalled: [HTTP2Stream] = []
         // Quiet time is counted from the first tick that saw no progress: a
         // stall is found within one tick (a quarter of the timeout) of it.
-        for stream in streams.values where stream.outBytes > 0 && !stream.isClosed {
+        for stream in streams.openStreams where stream.outBytes > 0 && !stream.isClosed {
             if stream.outputProgress != stream.progressAtLastCheck {
                 stream.progressAtLastCheck = stream.outputProgress
                 stream.quietSince = now

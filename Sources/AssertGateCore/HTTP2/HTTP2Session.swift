@@ -45,9 +45,12 @@ final class HTTP2Session {
 
     /// Recorded by the callbacks, in the order nghttp2 reported them.
     enum Event {
-        /// A header block began (HEADERS: a head or trailers). It ends with
-        /// `headerBlockEnded`, or when its stream closes.
+        /// A header block began (HEADERS: a head or trailers) and was still
+        /// unfinished when `feed` returned: recorded last in that feed's
+        /// events. It ends with `headerBlockEnded`, or when its stream closes.
         case headerBlockStarted(Int32)
+        /// A header block ended (also one whose start was not recorded: it
+        /// began and ended within one `feed`).
         case headerBlockEnded(Int32)
         /// A stream's head, complete (a request's on a server, a final
         /// response's on a client: 1xx heads are dropped).
@@ -93,7 +96,10 @@ final class HTTP2Session {
     private var isClient: Bool { headCategory == NGHTTP2_HCAT_RESPONSE }
 
     /// The caller's event list, lent for the length of `feed`/`drain`.
-    private var events: [Event] = []
+    private var events: [Event] {
+        _read { yield rx.events }
+        _modify { yield &rx.events }
+    }
     /// True while nghttp2 runs: no nghttp2 function may be entered from a callback.
     private var insideNghttp2 = false
     /// The buffer `feed` passes to nghttp2, for zero-copy DATA slices. Set
@@ -123,7 +129,10 @@ final class HTTP2Session {
     /// whose id no longer matches (checked on every lookup). A slot is freed
     /// exactly once, when nghttp2 closes its stream; the streams still open
     /// when the session goes are freed with the array.
-    private var slots = StreamSlots()
+    private var slots: StreamSlots {
+        _read { yield rx.slots }
+        _modify { yield &rx.slots }
+    }
     /// Streams whose head has begun (a server's) or that were submitted (a
     /// client's) and that nghttp2 has not closed.
     var openStreams: Int { slots.open }
@@ -159,6 +168,31 @@ final class HTTP2Session {
             free.append(slot)
             open -= 1
         }
+
+        /// `slot` if it holds stream `id`. A method, so the session's lookups
+        /// make one exclusivity check on `slots`, not one per property read.
+        @inline(__always)
+        func live(_ slot: Int, _ id: Int32) -> Int? {
+            slot >= 0 && slot < states.count && states[slot].id == id && id != 0 ? slot : nil
+        }
+
+        /// Clears the slot's `deferred` flag: true if it was set.
+        mutating func undefer(_ slot: Int) -> Bool {
+            guard states[slot].deferred else { return false }
+            states[slot].deferred = false
+            return true
+        }
+
+        /// Keeps a head's list size for its trailers, if `slot` still holds stream `id`.
+        mutating func setHeaderListBytes(_ bytes: Int, slot: Int, id: Int32) {
+            guard let slot = live(slot, id) else { return }
+            states[slot].headerListBytes = bytes
+        }
+
+        /// What a header block beginning on `slot` carries over: the list size so far, and a head over the limit.
+        func blockStart(_ slot: Int) -> (listBytes: Int, overLimit: Bool) {
+            (states[slot].headerListBytes, states[slot].headTooLarge)
+        }
     }
 
     /// The header block (HEADERS + CONTINUATIONs) arriving now: at most one,
@@ -180,6 +214,16 @@ final class HTTP2Session {
         var overLimit = false
         /// Handed to the owner by `takeUnfinishedHead`.
         var handedOver = false
+        /// `headerBlockStarted` recorded (at the end of the `feed` the block did not finish in).
+        var startReported = false
+        /// The last value seen of fields a connection's requests tend to
+        /// repeat (`:authority` and the slots `knownName` gives): carried from
+        /// block to block by `moveOut`, and kept here so that a field is
+        /// recorded with one exclusive access to the session's `block`.
+        /// Made with the first such field.
+        var recent: [String] = []
+        static let recentSlots = 5
+        static let authoritySlot = 4
 
         /// The head, moved out (an empty one left).
         mutating func takeHead() -> HTTP2HeaderBlock {
@@ -187,8 +231,210 @@ final class HTTP2Session {
             swap(&taken, &head)
             return taken
         }
+
+        /// The block, moved out; a fresh one takes its place and keeps `recent`.
+        mutating func moveOut() -> HeaderBlock {
+            var ended = HeaderBlock()
+            swap(&ended, &self)
+            swap(&recent, &ended.recent)
+            return ended
+        }
+
+        /// A block begins on stream `id` (one left unfinished is dropped:
+        /// nghttp2 gave up on it and closes its stream later).
+        mutating func begin(_ id: Int32, isHead: Bool, slot: Int?, carried: (listBytes: Int, overLimit: Bool)?) {
+            if streamId != 0 { _ = moveOut() }
+            streamId = id
+            self.isHead = isHead
+            if let slot, let carried {
+                self.slot = slot
+                listBytes = carried.listBytes
+                overLimit = carried.overLimit
+            }
+        }
+
+        /// One decoded field of stream `id`'s block (ignored for another
+        /// stream's). False: trailers passed the header list limit, and
+        /// nghttp2 is to reset the stream.
+        mutating func add(
+            _ id: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, limit: Int, client: Bool
+        ) -> Bool {
+            guard id == streamId else { return true }
+            listBytes += name.count + value.count + 32
+            if overLimit { return true }  // past the limit: the rest is decoded and dropped
+            if listBytes > limit {
+                // Trailers: nghttp2 resets the stream.
+                guard isHead else { return false }
+                // A head: the rest of the block is dropped as it is decoded (nghttp2
+                // keeps no list of it), so the owner can answer once the block ends.
+                overLimit = true
+                head.fieldList = []
+                cookies = []
+                return true
+            }
+            if !isHead {
+                // Trailers carry no pseudo-headers (nghttp2 refuses them).
+                if name.first != UInt8(ascii: ":") {
+                    trailers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+                }
+            } else if client {
+                responseField(name, value)
+            } else {
+                requestField(name, value)
+            }
+            return true
+        }
+
+        private mutating func requestField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+            if name.first == UInt8(ascii: ":") {
+                // Compared as bytes: no `String` per pseudo-header name.
+                if HTTP2Session.equals(name, ":path") {
+                    head.path = String(decoding: value, as: UTF8.self)
+                } else if HTTP2Session.equals(name, ":method") {
+                    head.method = HTTP2Session.knownMethod(value) ?? String(decoding: value, as: UTF8.self)
+                } else if HTTP2Session.equals(name, ":authority") {
+                    head.authority = shared(value, Self.authoritySlot)
+                }  // :scheme is the transport's, :protocol unsupported
+                return
+            }
+            if HTTP2Session.equals(name, "cookie") {
+                cookies.append(String(decoding: value, as: UTF8.self))
+                return
+            }
+            // Most requests carry several fields: room for them with the first.
+            if head.fieldList.capacity == 0 { head.fieldList.reserveCapacity(8) }
+            if let known = HTTP2Session.knownName(name) {
+                // A connection's clients repeat these from request to request: the last
+                // one's string is shared instead of a new one made (and allocated, past 15 bytes).
+                let v = known.repeated >= 0 ? shared(value, known.repeated) : String(decoding: value, as: UTF8.self)
+                head.fieldList.append((known.name, v))
+            } else {
+                head.fieldList.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            }
+        }
+
+        /// `value` as a `String`, shared with the last one in `recent[slot]` when equal.
+        private mutating func shared(_ value: UnsafeBufferPointer<UInt8>, _ slot: Int) -> String {
+            if recent.isEmpty { recent = Array(repeating: "", count: Self.recentSlots) }
+            return HTTP2Session.string(value, reusing: &recent[slot])
+        }
+
+        /// A client's response field, copied into the head's bytes. nghttp2 has
+        /// checked it (HTTP messaging): a three-digit `:status`, lower-case names.
+        private mutating func responseField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+            if response == nil {
+                var head = UpstreamResponseHead(status: 0, bytes: [], fields: [])
+                head.bytes.reserveCapacity(256)
+                head.fields.reserveCapacity(8)
+                response = head
+            }
+            if name.first == UInt8(ascii: ":") {
+                if name.count == 7, name[1] == UInt8(ascii: "s") {  // :status (the only response pseudo-header)
+                    var status = 0
+                    for d in value { status = status * 10 + Int(d &- UInt8(ascii: "0")) }
+                    response?.status = status
+                }
+                return
+            }
+            let ns = response?.bytes.count ?? 0
+            response?.bytes.append(contentsOf: name)
+            let vs = response?.bytes.count ?? 0
+            response?.bytes.append(contentsOf: value)
+            // The gateway sets its own X-Request-Id.
+            let forward = !HTTP2Session.equals(name, "x-request-id")
+            response?.fields.append(
+                .init(nameStart: ns, nameLength: name.count, valueStart: vs, valueLength: value.count, forward: forward))
+        }
     }
-    private var block = HeaderBlock()
+    private var block: HeaderBlock {
+        _read { yield rx.block }
+        _modify { yield &rx.block }
+    }
+
+    /// The events, the stream slots and the header block in progress: what
+    /// the receiving callbacks change together, in one property so that a
+    /// callback's work is one exclusivity check (`Receive`'s methods), not one
+    /// per part touched. `events`, `slots` and `block` name its parts.
+    private var rx = Receive()
+
+    private struct Receive {
+        var events: [Event] = []
+        var slots = StreamSlots()
+        var block = HeaderBlock()
+
+        /// A header block begins on stream `id` (its slot, if it has one, already open).
+        mutating func beginBlock(_ id: Int32, isHead: Bool, slot: Int?) {
+            // Set in place: the block left by `endBlock` is a fresh one, with nothing to destroy.
+            block.begin(id, isHead: isHead, slot: slot, carried: slot.map { slots.blockStart($0) })
+        }
+
+        /// A block still unfinished once nghttp2 has taken the fed bytes: its
+        /// start is recorded, once (heads and trailers alike: the owner may
+        /// want it complete in time). One that began and ended within the
+        /// same bytes reports only its end: nothing waited on it.
+        mutating func reportUnfinishedBlock() {
+            guard block.streamId != 0, !block.startReported else { return }
+            block.startReported = true
+            events.append(.headerBlockStarted(block.streamId))
+        }
+
+        /// The block in progress is complete (or its stream is gone): its size
+        /// stays with the stream, for the trailers' share of the limit.
+        mutating func endBlock() -> HeaderBlock {
+            let ended = block.moveOut()
+            slots.setHeaderListBytes(ended.listBytes, slot: ended.slot, id: ended.streamId)
+            events.append(.headerBlockEnded(ended.streamId))
+            return ended
+        }
+
+        /// A HEADERS frame (with its CONTINUATIONs) arrived whole on stream
+        /// `id`: its block is ended and its head or trailers recorded. False
+        /// when no block of the stream is in progress.
+        mutating func headersReceived(_ id: Int32, endStream: Bool, client: Bool) -> Bool {
+            guard id == block.streamId else { return false }
+            if !block.cookies.isEmpty {
+                // Joined here, while the fields have one owner: appended in place.
+                block.head.fieldList.append(("cookie", block.cookies.joined(separator: "; ")))
+            }
+            // Moved out of `block`, and its parts out of it into the events: not copied.
+            var ended = endBlock()
+            guard let slot = slots.live(ended.slot, id) else { return true }
+            if ended.isHead {
+                if client {
+                    let response = ended.response.take() ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
+                    // Informational: the final head follows.
+                    if (100..<200).contains(response.status) { return true }
+                    slots[slot].finalHeadSeen = true
+                    if ended.overLimit {
+                        events.append(.headTooLarge(id, ended.takeHead()))
+                    } else {
+                        events.append(.response(id, response, endStream: endStream))
+                    }
+                } else if ended.overLimit {
+                    slots[slot].headTooLarge = true
+                    events.append(.headTooLarge(id, ended.takeHead()))
+                } else {
+                    events.append(.head(id, ended.takeHead(), endStream: endStream))
+                }
+            } else {
+                if !ended.trailers.isEmpty {
+                    var trailers = HTTPHeaders()
+                    swap(&trailers, &ended.trailers)
+                    events.append(.trailers(id, trailers))
+                }
+                if endStream { events.append(.end(id)) }
+            }
+            return true
+        }
+
+        /// nghttp2 closed the stream: a block it refused (bad field, too
+        /// large) ends with it, and its slot (if it has one) is freed.
+        mutating func streamClosed(_ id: Int32, slot: Int?, errorCode: UInt32) {
+            if id == block.streamId { _ = endBlock() }
+            if let slot { slots.release(slot) }
+            events.append(.closed(id, errorCode: errorCode))
+        }
+    }
     /// Streams whose source gave its last byte and that have trailers: the
     /// trailers are submitted after `mem_send` returns (never from a callback).
     private var trailersDue: [Int32] = []
@@ -304,8 +550,8 @@ final class HTTP2Session {
     /// nghttp2 then queued a GOAWAY if it could).
     func feed(_ bytes: ByteBuffer, into events: inout [Event]) throws(HTTP2SessionError) {
         assertOutsideCallbacks()
-        let rv = recording(into: &events) {
-            bytes.withUnsafeReadableBytes { raw -> Int in
+        let rv = recording(into: &events) { () -> Int in
+            let n = bytes.withUnsafeReadableBytes { raw -> Int in
                 guard let base = raw.baseAddress else { return 0 }
                 inbound = (base, raw.count, bytes)
                 insideNghttp2 = true
@@ -315,6 +561,8 @@ final class HTTP2Session {
                 }
                 return nghttp2_session_mem_recv(self.raw, base.assumingMemoryBound(to: UInt8.self), raw.count)
             }
+            rx.reportUnfinishedBlock()
+            return n
         }
         if rv < 0 { throw HTTP2SessionError(code: rv) }
     }
@@ -539,8 +787,7 @@ final class HTTP2Session {
     /// nghttp2 was waiting for it, so there is output to drain.
     func resume(_ streamId: Int32) -> Bool {
         assertOutsideCallbacks()
-        guard let slot = slot(of: streamId), slots[slot].deferred else { return false }
-        slots[slot].deferred = false
+        guard let slot = slot(of: streamId), slots.undefer(slot) else { return false }
         _ = nghttp2_session_resume_data(raw, streamId)
         return true
     }
@@ -607,9 +854,7 @@ final class HTTP2Session {
     }
 
     @inline(__always)
-    private func live(_ slot: Int, _ id: Int32) -> Int? {
-        slot >= 0 && slot < slots.count && slots[slot].id == id && id != 0 ? slot : nil
-    }
+    private func live(_ slot: Int, _ id: Int32) -> Int? { slots.live(slot, id) }
 
     /// The open stream's slot (nghttp2 finds the stream; closed streams have none).
     private func slot(of id: Int32) -> Int? {
@@ -715,19 +960,7 @@ final class HTTP2Session {
             isHead = false
             slot = self.slot(of: id)
         }
-        if block.streamId != 0 {
-            block = HeaderBlock()  // one nghttp2 gave up on (it closes the stream later): dropped, as before
-        }
-        // Set in place: the block left by `endBlock` is a fresh one, with nothing to destroy.
-        block.streamId = id
-        block.isHead = isHead
-        if let slot {
-            block.slot = slot
-            block.listBytes = slots[slot].headerListBytes
-            block.overLimit = slots[slot].headTooLarge
-        }
-        // Heads and trailers alike: the owner may want the block complete in time.
-        events.append(.headerBlockStarted(id))
+        rx.beginBlock(id, isHead: isHead, slot: slot)
         return 0
     }
 
@@ -735,65 +968,13 @@ final class HTTP2Session {
         _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
     ) -> Int32 {
         let id = frame.pointee.hd.stream_id
-        guard id == block.streamId else { return 0 }
-        block.listBytes += name.count + value.count + 32
-        if block.overLimit { return 0 }  // past the limit: the rest is decoded and dropped
-        if block.listBytes > settings.maxHeaderListBytes {
-            guard block.isHead else {
-                // Trailers: nghttp2 resets the stream.
-                events.append(.trailersTooLarge(id))
-                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
-            }
-            // A head: the rest of the block is dropped as it is decoded (nghttp2
-            // keeps no list of it), so the owner can answer once the block ends.
-            block.overLimit = true
-            block.head.fields = HTTPHeaders()
-            block.cookies = []
-            return 0
-        }
-        guard block.isHead else {
-            // Trailers carry no pseudo-headers (nghttp2 refuses them).
-            if name.first != UInt8(ascii: ":") {
-                block.trailers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-            }
-            return 0
-        }
-        if isClient {
-            recordResponseField(name, value)
-            return 0
-        }
-        if name.first == UInt8(ascii: ":") {
-            // Compared as bytes: no `String` per pseudo-header name.
-            if Self.equals(name, ":path") {
-                block.head.path = String(decoding: value, as: UTF8.self)
-            } else if Self.equals(name, ":method") {
-                block.head.method = Self.knownMethod(value) ?? String(decoding: value, as: UTF8.self)
-            } else if Self.equals(name, ":authority") {
-                block.head.authority = Self.string(value, reusing: &recentValues[Self.authoritySlot])
-            }  // :scheme is the transport's, :protocol unsupported
-            return 0
-        }
-        if Self.equals(name, "cookie") {
-            block.cookies.append(String(decoding: value, as: UTF8.self))
-            return 0
-        }
-        if let known = Self.knownName(name) {
-            // A connection's clients repeat these from request to request: the last
-            // one's string is shared instead of a new one made (and allocated, past 15 bytes).
-            let v =
-                known.repeated >= 0
-                ? Self.string(value, reusing: &recentValues[known.repeated]) : String(decoding: value, as: UTF8.self)
-            block.head.fields.add(name: known.name, value: v)
-        } else {
-            block.head.fields.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        // One exclusive access to `block` per field, whatever the field touches.
+        guard block.add(id, name, value, limit: settings.maxHeaderListBytes, client: isClient) else {
+            events.append(.trailersTooLarge(id))
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         return 0
     }
-
-    /// The last value seen of fields a connection's requests tend to repeat
-    /// (see `cbHeader`): `:authority` and the slots `knownName` gives.
-    private var recentValues = ["", "", "", "", ""]
-    private static let authoritySlot = 4
 
     /// `bytes` as a `String`: `cached` when it has exactly these bytes (a
     /// retain), else a new one, kept in `cached` for the next request. The
@@ -819,7 +1000,7 @@ final class HTTP2Session {
 
     /// Common request field names as literals (no allocation, no UTF-8
     /// check, no reference counting; nghttp2 hands names over lower-case),
-    /// with the `recentValues` slot of those whose values repeat (else -1).
+    /// with the `HeaderBlock.recent` slot of those whose values repeat (else -1).
     private static func knownName(_ name: UnsafeBufferPointer<UInt8>) -> (name: String, repeated: Int)? {
         switch name.count {
         case 2: if equals(name, "te") { return ("te", -1) }
@@ -867,42 +1048,9 @@ final class HTTP2Session {
         let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            if id == block.streamId, !block.cookies.isEmpty {
-                // Joined here, while the fields have one owner: appended in place.
-                block.head.fields.add(name: "cookie", value: block.cookies.joined(separator: "; "))
-            }
-            guard id == block.streamId else {
+            if !rx.headersReceived(id, endStream: endStream, client: isClient) {
                 // No block of this stream in progress: only its end, if it is open.
                 if endStream, slot(of: id) != nil { events.append(.end(id)) }
-                return 0
-            }
-            // Moved out of `block`, and its parts out of it into the events: not copied.
-            var ended = endBlock()
-            guard let slot = live(ended.slot, id) else { return 0 }
-            if ended.isHead {
-                if isClient {
-                    let response = ended.response.take() ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
-                    // Informational: the final head follows.
-                    if (100..<200).contains(response.status) { return 0 }
-                    slots[slot].finalHeadSeen = true
-                    if ended.overLimit {
-                        events.append(.headTooLarge(id, ended.takeHead()))
-                    } else {
-                        events.append(.response(id, response, endStream: endStream))
-                    }
-                } else if ended.overLimit {
-                    slots[slot].headTooLarge = true
-                    events.append(.headTooLarge(id, ended.takeHead()))
-                } else {
-                    events.append(.head(id, ended.takeHead(), endStream: endStream))
-                }
-            } else {
-                if !ended.trailers.isEmpty {
-                    var trailers = HTTPHeaders()
-                    swap(&trailers, &ended.trailers)
-                    events.append(.trailers(id, trailers))
-                }
-                if endStream { events.append(.end(id)) }
             }
         case NGHTTP2_DATA.rawValue:
             if endStream {
@@ -929,44 +1077,6 @@ final class HTTP2Session {
         return 0
     }
 
-    /// A client's response field, copied into the head's bytes. nghttp2 has
-    /// checked it (HTTP messaging): a three-digit `:status`, lower-case names.
-    private func recordResponseField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
-        if block.response == nil {
-            var head = UpstreamResponseHead(status: 0, bytes: [], fields: [])
-            head.bytes.reserveCapacity(256)
-            head.fields.reserveCapacity(8)
-            block.response = head
-        }
-        if name.first == UInt8(ascii: ":") {
-            if name.count == 7, name[1] == UInt8(ascii: "s") {  // :status (the only response pseudo-header)
-                var status = 0
-                for d in value { status = status * 10 + Int(d &- UInt8(ascii: "0")) }
-                block.response?.status = status
-            }
-            return
-        }
-        let ns = block.response?.bytes.count ?? 0
-        block.response?.bytes.append(contentsOf: name)
-        let vs = block.response?.bytes.count ?? 0
-        block.response?.bytes.append(contentsOf: value)
-        // The gateway sets its own X-Request-Id.
-        let forward = !Self.equals(name, "x-request-id")
-        block.response?.fields.append(
-            .init(nameStart: ns, nameLength: name.count, valueStart: vs, valueLength: value.count, forward: forward))
-    }
-
-    /// The block in progress is complete (or its stream is gone): its size
-    /// stays with the stream, for the trailers' share of the limit.
-    @discardableResult
-    private func endBlock() -> HeaderBlock {
-        var ended = HeaderBlock()
-        swap(&ended, &block)
-        if let slot = live(ended.slot, ended.streamId) { slots[slot].headerListBytes = ended.listBytes }
-        events.append(.headerBlockEnded(ended.streamId))
-        return ended
-    }
-
     fileprivate func cbDataChunk(_ streamId: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
         let p = UnsafeRawPointer(data)
         var chunk: ByteBuffer
@@ -983,11 +1093,8 @@ final class HTTP2Session {
     }
 
     fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
-        // A block nghttp2 refused (bad field, too large) ends with its stream.
-        if streamId == block.streamId { endBlock() }
         // stream_user_data is still readable here (nghttp2 documents it so).
-        if let slot = slot(of: streamId) { freeSlot(slot) }
-        events.append(.closed(streamId, errorCode: errorCode))
+        rx.streamClosed(streamId, slot: slot(of: streamId), errorCode: errorCode)
         return 0
     }
 

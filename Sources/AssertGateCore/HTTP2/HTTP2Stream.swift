@@ -5,9 +5,15 @@ import NIOHTTP1
 /// and the response body waiting for nghttp2's data provider (its
 /// `HTTP2DataSource`). The request head arrives decoded (`HTTP2HeaderBlock`).
 final class HTTP2Stream: ResponseSink, HTTP2DataSource {
-    let id: Int32
-    /// Weak: a pipeline whose gate work outlives the connection may still hold this stream.
-    weak var connection: HTTP2ServerConnection?
+    /// Set again only by `reuse`, once nothing else holds the stream.
+    private(set) var id: Int32
+    /// Strong (a weak reference cost a side-table load on each of a request's
+    /// half-dozen calls): the cycle through the connection's stream table is
+    /// broken when the stream leaves it (its close; all streams at
+    /// channelInactive and handlerRemoved). A pipeline whose gate work
+    /// outlives the connection keeps the handler object (not its session or
+    /// channel) until it finishes; its calls then find no session and do nothing.
+    let connection: HTTP2ServerConnection
 
     var pipeline: RequestPipeline?
     /// nghttp2 closed the stream (on_stream_close seen).
@@ -23,6 +29,10 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     var outBytes = 0
     var outEnded = false
     var congested = false
+    /// `readData` answered `.deferred` and nghttp2 waits for a resume: the
+    /// connection (and its session's slot) is asked only then, not for every
+    /// chunk and end queued before nghttp2 first read the stream.
+    private var awaitingResume = false
     /// Times queued response bytes moved (queued into an empty queue, or taken
     /// by nghttp2): a counter, so the send path takes no clock; the
     /// connection's stall watch turns an unchanged count into quiet time.
@@ -39,27 +49,46 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         self.connection = connection
     }
 
-    var allocator: ByteBufferAllocator { connection?.allocator ?? ByteBufferAllocator() }
+    /// The stream as new, for stream `id`: the connection keeps a few closed
+    /// streams that nothing else holds (a pipeline would still be one holder)
+    /// instead of allocating and freeing one per request.
+    func reuse(id: Int32) {
+        self.id = id
+        pipeline = nil
+        isClosed = false
+        responseSubmitted = false
+        outFirst = nil
+        outQueue.removeAll(keepingCapacity: true)
+        outBytes = 0
+        outEnded = false
+        congested = false
+        awaitingResume = false
+        outputProgress = 0
+        progressAtLastCheck = 0
+        quietSince = nil
+    }
+
+    var allocator: ByteBufferAllocator { connection.allocator }
 
     func sendResponseHead(status: Int, headers: HTTPHeaders, endStream: Bool) {
         guard !isClosed, !responseSubmitted else { return }
         responseSubmitted = true
         if endStream { outEnded = true }
-        connection?.submitResponse(self, status: status, headers: headers, endStream: endStream)
+        connection.submitResponse(self, status: status, headers: headers, endStream: endStream)
     }
 
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) {
         guard !isClosed, !responseSubmitted else { return }
         responseSubmitted = true
         if head.endsStream { outEnded = true }
-        connection?.submitUpstreamResponse(self, head: head, requestId: requestId)
+        connection.submitUpstreamResponse(self, head: head, requestId: requestId)
     }
 
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard !isClosed, buffer.readableBytes > 0 else { return }
         if outBytes == 0 {
             outputProgress &+= 1
-            connection?.watchForStalledWrites()
+            connection.watchForStalledWrites()
         }
         outBytes += buffer.readableBytes
         if outFirst == nil {
@@ -68,27 +97,33 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             outQueue.append(buffer)
         }
         if outBytes > Self.highWater { congested = true }
-        connection?.resumeIfDeferred(self)
+        resumeIfAwaited()
     }
 
     func sendResponseTrailers(_ fields: HTTPHeaders) {
         guard !isClosed, !outEnded, responseSubmitted else { return }
-        connection?.setTrailers(self, fields)
+        connection.setTrailers(self, fields)
     }
 
     func sendResponseEnd() {
         guard !isClosed, !outEnded else { return }
         outEnded = true
-        connection?.resumeIfDeferred(self)
+        resumeIfAwaited()
+    }
+
+    private func resumeIfAwaited() {
+        guard awaitingResume else { return }
+        awaitingResume = false
+        connection.resumeIfDeferred(self)
     }
 
     func abortResponse(http2ErrorCode: UInt32?) {
         guard !isClosed else { return }
-        connection?.resetStream(self, errorCode: http2ErrorCode ?? 0x2)  // INTERNAL_ERROR
+        connection.resetStream(self, errorCode: http2ErrorCode ?? 0x2)  // INTERNAL_ERROR
     }
 
     func requestBodyConsumed(_ bytes: Int) {
-        connection?.consume(streamId: id, bytes: bytes)
+        connection.consume(streamId: id, bytes: bytes)
     }
 
     var isCongested: Bool { congested }
@@ -96,7 +131,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     func pipelineFinished() {
         guard pipeline != nil else { return }
         pipeline = nil
-        connection?.requestFinished()
+        connection.requestFinished()
     }
 
     /// nghttp2's data provider: the queued bytes, the end once queued and
@@ -108,6 +143,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             if outEnded {
                 end = true
             } else if n == 0 {
+                awaitingResume = true
                 return .deferred
             }
         }

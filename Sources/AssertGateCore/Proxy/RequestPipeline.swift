@@ -525,15 +525,22 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             guard upstreamHead != nil else {
                 return answer(Rejection(.upstreamUnavailable, "a header or the target cannot be sent upstream"))
             }
-            lease(route, attempt: 0)
+            // The upstream looked up above, not hashed for again (nor copied).
+            if let upstream { lease(route, attempt: 0, upstream: upstream) } else { lease(route, attempt: 0) }
         }
     }
 
     private func lease(_ route: RouteConfig, attempt: Int) {
-        record.upstream = route.upstream
         guard let upstream = snapshot.config.upstreams[route.upstream] else {
+            record.upstream = route.upstream
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
         }
+        lease(route, attempt: attempt, upstream: upstream)
+    }
+
+    /// `upstream`: the route's, as the caller found it.
+    private func lease(_ route: RouteConfig, attempt: Int, upstream: UpstreamConfig) {
+        record.upstream = route.upstream
         stage = .leasing(route, attempt: attempt)
         // The route's own wait (a long-lived stream's), and a gRPC client's
         // deadline, set how long the gateway waits for this answer (this
@@ -729,12 +736,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     }
 
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
-        guard case .forwarding(let conn) = stage else { return }
+        guard case .forwarding = stage else { return }
         replayBody = nil
         keepForReplay = false
         var head = head
         if let setBits = Self.removeTrustFields(&head, prefix: snapshot.trustPrefixLower),
-            let queued = queueBitUpdate(setBits)
+            let queued = queueBitUpdate(setBits), case .forwarding(let conn) = stage
         {
             heldResponse = (head, [], nil, false)
             conn.pauseReads()
