@@ -535,8 +535,9 @@ func fuzzUpstreamH2(_ bytes: [UInt8]) {
 /// (`ProxyRequest.fieldsChecked`): every field of a head has a non-empty,
 /// lower-case token name and a value without CR, LF, NUL or another control
 /// byte but tab; a head stays within the header-list limit; events name only
-/// streams whose head began. Each head then goes through the upstream head
-/// writer as a checked request, and no line of what it writes is split.
+/// streams whose header block began or ended before them. Each head then
+/// goes through the upstream head writer as a checked request, and no line
+/// of what it writes is split.
 func fuzzServerH2(_ bytes: [UInt8]) {
     guard let first = bytes.first, let snapshot = fuzzSnapshot, let route = snapshot.config.routes.last else { return }
     let limit = 4 << 10
@@ -550,7 +551,9 @@ func fuzzServerH2(_ bytes: [UInt8]) {
     var begun = Set<Int32>()
     for e in events {
         switch e {
-        case .headerBlockStarted(let id):
+        case .headerBlockStarted(let id), .headerBlockEnded(let id):
+            // A block's start is reported only when it outlives the bytes fed
+            // (`HTTP2Session.Event`); its end always, before its head.
             check(id > 0 && id % 2 == 1, "a header block on stream \(id), not a client's")
             begun.insert(id)
         case .head(let id, let head, _):
