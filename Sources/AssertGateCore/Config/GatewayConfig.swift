@@ -344,6 +344,8 @@ public struct RouteConfig: Sendable {
         var fallback: RouteFallback?
         var onDeviceCheckError: StoreErrorAction
         var limits = RouteLimits()
+        /// Not configuration: what the route's snapshot resolved `upstream` to.
+        var resolvedUpstream: ResolvedUpstream?
     }
 
     private final class Box: Sendable {
@@ -419,6 +421,12 @@ public struct RouteConfig: Sendable {
     public var limits: RouteLimits {
         get { box.fields.limits }
         set { box = with { $0.limits = newValue } }
+    }
+    /// Set by `GatewaySnapshot` on the routes it selects from: the upstream
+    /// looked up once per snapshot, not hashed for on every request.
+    var resolvedUpstream: ResolvedUpstream? {
+        get { box.fields.resolvedUpstream }
+        set { box = with { $0.resolvedUpstream = newValue } }
     }
     public init(match: RouteMatch, upstream: String, mode: PolicyMode) {
         box = Box(

@@ -4,6 +4,8 @@ import NIOCore
 /// snapshot they started on, so a reload never changes a request mid-flight.
 public final class GatewaySnapshot: Sendable {
     public let config: GatewayConfig
+    /// `config.routes`, each with its upstream resolved (`RouteConfig.resolvedUpstream`).
+    private let routes: [RouteConfig]
     /// Lower-cased trust prefix, compared byte-wise on every client header.
     let trustPrefixLower: [UInt8]
     /// `<prefix>Trust`, the header the passthrough gate adds.
@@ -75,6 +77,13 @@ public final class GatewaySnapshot: Sendable {
     /// ones): tests pass only what they exercise.
     init(config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts = .none) {
         self.config = config
+        self.routes = config.routes.map { route in
+            var r = route
+            r.resolvedUpstream = config.upstreams[route.upstream].map {
+                ResolvedUpstream(config: $0, tls: upstreamTLS[route.upstream])
+            }
+            return r
+        }
         self.enforcement = enforcement
         self.upstreamTLS = upstreamTLS
         self.trustPrefixLower = Array(config.trust.headerPrefix.lowercased().utf8)
@@ -108,7 +117,7 @@ public final class GatewaySnapshot: Sendable {
 
     /// First match wins; nil when no route matches (→ 404 no-route).
     public func route(method: String, path: Substring) -> RouteConfig? {
-        routeIndex(method: method, path: path.utf8).map { config.routes[$0] }
+        routeIndex(method: method, path: path.utf8).map { routes[$0] }
     }
 
     /// What a request's path selects, read as received and as upstream servers
@@ -131,7 +140,7 @@ public final class GatewaySnapshot: Sendable {
         // Nothing can outrank the strictest mode, and two routes can only be
         // ambiguous above passthrough: the other readings cannot change this.
         if let raw, rank(raw) == strictestRank, strictestRank == 0 || strictestIsUnique {
-            return .route(config.routes[raw])
+            return .route(routes[raw])
         }
         var best = raw
         var ambiguous = false
@@ -156,7 +165,7 @@ public final class GatewaySnapshot: Sendable {
         considerWithTrimmed(path.utf8)
         for reading in RoutingPath.readings(path) { considerWithTrimmed(reading) }
         if ambiguous { return .ambiguous }
-        return best.map { .route(config.routes[$0]) } ?? .noRoute
+        return best.map { .route(routes[$0]) } ?? .noRoute
     }
 
     /// Byte comparison: an upstream compares bytes, not Unicode characters.
@@ -218,5 +227,18 @@ public final class GatewaySnapshot: Sendable {
             }
         }
         return true
+    }
+}
+
+/// A route's upstream as one snapshot has it: its config and its TLS client
+/// context, shared by every request the route selects (one reference to
+/// copy, no lookup by name).
+final class ResolvedUpstream: Sendable {
+    let config: UpstreamConfig
+    let tls: UpstreamTLS?
+
+    init(config: UpstreamConfig, tls: UpstreamTLS?) {
+        self.config = config
+        self.tls = tls
     }
 }

@@ -479,8 +479,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             answer(rejection)
         case .forward(let outcome):
             record.outcome = outcome
-            let upstream = snapshot.config.upstreams[route.upstream]
-            let http2 = upstream?.isHTTP2 == true
+            let resolved = route.resolvedUpstream ?? resolve(route)
+            let http2 = resolved?.config.isHTTP2 == true
             keepForReplay = http2
             // Already counted as consumed when it arrived: written without credit.
             if let body, body.readableBytes > 0 {
@@ -497,7 +497,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             let fallbackHost =
                 request.authority != nil
                 ? nil
-                : upstream?.endpoints.first.map {
+                : resolved?.config.endpoints.first.map {
                     HostPort(host: $0.host, port: $0.port).description
                 }
             let trust = snapshot.trustHeaders.headers(
@@ -508,7 +508,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                     method: request.method, target: request.target, client: request.headers,
                     authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
                     clientAddress: request.clientAddress, scheme: request.scheme, extra: trust, bodyFraming: framing,
-                    fallbackHost: fallbackHost, upstreamScheme: upstream?.endpoints.first?.tls == true ? "https" : "http",
+                    fallbackHost: fallbackHost, upstreamScheme: resolved?.config.endpoints.first?.tls == true ? "https" : "http",
                     trailers: Self.wantsTrailers(request.headers), clientFieldsChecked: request.fieldsChecked,
                     forwarding: worker.forwarding
                 ).map(UpstreamHead.http2)
@@ -526,20 +526,26 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 return answer(Rejection(.upstreamUnavailable, "a header or the target cannot be sent upstream"))
             }
             // The upstream looked up above, not hashed for again (nor copied).
-            if let upstream { lease(route, attempt: 0, upstream: upstream) } else { lease(route, attempt: 0) }
+            if let resolved { lease(route, attempt: 0, upstream: resolved) } else { lease(route, attempt: 0) }
         }
     }
 
     private func lease(_ route: RouteConfig, attempt: Int) {
-        guard let upstream = snapshot.config.upstreams[route.upstream] else {
+        guard let upstream = route.resolvedUpstream ?? resolve(route) else {
             record.upstream = route.upstream
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
         }
         lease(route, attempt: attempt, upstream: upstream)
     }
 
+    /// A route that did not come from the snapshot's selection (tests build
+    /// their own): its upstream looked up by name.
+    private func resolve(_ route: RouteConfig) -> ResolvedUpstream? {
+        snapshot.config.upstreams[route.upstream].map { ResolvedUpstream(config: $0, tls: snapshot.upstreamTLS[route.upstream]) }
+    }
+
     /// `upstream`: the route's, as the caller found it.
-    private func lease(_ route: RouteConfig, attempt: Int, upstream: UpstreamConfig) {
+    private func lease(_ route: RouteConfig, attempt: Int, upstream resolved: ResolvedUpstream) {
         record.upstream = route.upstream
         stage = .leasing(route, attempt: attempt)
         // The route's own wait (a long-lived stream's), and a gRPC client's
@@ -547,12 +553,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         // request's alone: the pool keeps the upstream's own timeout).
         var responseTimeout = route.limits.responseTimeout
         if let cap = GRPCTimeout.parse(request.headers.first(name: "grpc-timeout")),
-            cap < (responseTimeout ?? upstream.responseTimeout)
+            cap < (responseTimeout ?? resolved.config.responseTimeout)
         {
             responseTimeout = cap
         }
         worker.upstreams.lease(
-            name: route.upstream, config: upstream, tls: snapshot.upstreamTLS[route.upstream],
+            name: route.upstream, config: resolved.config, tls: resolved.tls,
             client: request.clientAddress, responseTimeout: responseTimeout, delegate: self)
     }
 
