@@ -90,7 +90,7 @@ public enum ConfigSummary {
         let l = config.limits
         out.append("limits: maxConcurrentStreams \(l.maxConcurrentStreams), maxHeaderListBytes \(SizeParser.format(l.maxHeaderListBytes)), "
             + "maxRequestBodyBytes \(SizeParser.format(l.maxRequestBodyBytes)), streamResetRate \(rate(l.streamResetRate))")
-        out.append("  requestBodyTimeout \(DurationParser.format(l.requestBodyTimeout)), minRequestBodyRate \(l.minRequestBodyRate == 0 ? "off" : SizeParser.format(l.minRequestBodyRate) + "/s"), "
+        out.append("  requestBodyTimeout \(DurationParser.format(l.requestBodyTimeout)), minRequestBodyRate \(bodyRate(l.minRequestBodyRate)), "
             + "streamWriteTimeout \(DurationParser.format(l.streamWriteTimeout)), maxBufferedBodyBytes \(SizeParser.format(l.effectiveMaxBufferedBodyBytes)) per worker\(l.maxBufferedBodyBytes == nil ? " (sized for this machine)" : ""), "
             + "underscoresInHeaders \(l.underscoresInHeaders.rawValue)")
         if let f = config.fraudMetric {
@@ -115,9 +115,14 @@ public enum ConfigSummary {
         var parts: [String] = []
         if let n = l.maxRequestBodyBytes { parts.append("maxRequestBodyBytes \(SizeParser.format(n))") }
         if let t = l.requestBodyTimeout { parts.append("requestBodyTimeout \(DurationParser.format(t))") }
-        if let n = l.minRequestBodyRate { parts.append("minRequestBodyRate \(n == 0 ? "off" : SizeParser.format(n) + "/s")") }
+        if let n = l.minRequestBodyRate { parts.append("minRequestBodyRate \(bodyRate(n))") }
         if let t = l.responseTimeout { parts.append("responseTimeout \(DurationParser.format(t))") }
         return parts.joined(separator: ", ")
+    }
+
+    /// A minimum body rate: 0 turns it off.
+    private static func bodyRate(_ bytesPerSecond: Int) -> String {
+        bytesPerSecond == 0 ? "off" : SizeParser.format(bytesPerSecond) + "/s"
     }
 
     private static func rate(_ r: RateConfig) -> String {

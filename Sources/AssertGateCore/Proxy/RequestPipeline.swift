@@ -84,6 +84,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private var bodyHeld = 0
     /// The global body limits, or the route's own (`routes[].limits`) once it is known.
     private var bodyLimits: BodyLimits
+    /// The key an operator raises when a body is over `bodyLimits.maxBytes`.
+    private var bodyLimitName = "limits.maxRequestBodyBytes"
     private var bodyClock: BodyClock?
     private var bodyTimer: Scheduled<Void>?
     /// The route's DeviceCheck work (risk.md §3): started with the head, in
@@ -137,7 +139,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         // Labels the request's metrics with its route even when the gate rejects it.
         record.upstream = route.upstream
-        if !route.limits.isEmpty { bodyLimits = route.limits.body(snapshot.config.limits) }
+        if !route.limits.isEmpty {
+            bodyLimits = route.limits.body(snapshot.config.limits)
+            if route.limits.maxRequestBodyBytes != nil { bodyLimitName = "the route's limits.maxRequestBodyBytes" }
+        }
         guard admitBody() else { return }
         if route.deviceCheck != .none { startDeviceCheck(route) }
         switch worker.gate.bodyPolicy(for: request, route: route) {
@@ -159,10 +164,6 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         return true
     }
 
-    /// The key an operator raises when a body is over its limit.
-    private var bodyLimitName: String {
-        bodyLimits.maxBytes == snapshot.config.limits.maxRequestBodyBytes ? "limits.maxRequestBodyBytes" : "the route's limits.maxRequestBodyBytes"
-    }
 
     /// Buffers the body for `decider`, which runs once it is complete.
     private func decide(_ decider: Decider, bufferLimit: Int) {
@@ -479,7 +480,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             answer(rejection)
         case .forward(let outcome):
             record.outcome = outcome
-            let resolved = route.resolvedUpstream ?? resolve(route)
+            let resolved = route.resolvedUpstream
             let http2 = resolved?.config.isHTTP2 == true
             keepForReplay = http2
             // Already counted as consumed when it arrived: written without credit.
@@ -525,28 +526,17 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             guard upstreamHead != nil else {
                 return answer(Rejection(.upstreamUnavailable, "a header or the target cannot be sent upstream"))
             }
-            // The upstream looked up above, not hashed for again (nor copied).
-            if let resolved { lease(route, attempt: 0, upstream: resolved) } else { lease(route, attempt: 0) }
+            lease(route, attempt: 0)
         }
     }
 
+    /// Every route reaches the pipeline through the snapshot's selection,
+    /// which resolved its upstream (nil: no upstream of that name).
     private func lease(_ route: RouteConfig, attempt: Int) {
-        guard let upstream = route.resolvedUpstream ?? resolve(route) else {
-            record.upstream = route.upstream
+        record.upstream = route.upstream
+        guard let resolved = route.resolvedUpstream else {
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
         }
-        lease(route, attempt: attempt, upstream: upstream)
-    }
-
-    /// A route that did not come from the snapshot's selection (tests build
-    /// their own): its upstream looked up by name.
-    private func resolve(_ route: RouteConfig) -> ResolvedUpstream? {
-        snapshot.config.upstreams[route.upstream].map { ResolvedUpstream(config: $0, tls: snapshot.upstreamTLS[route.upstream]) }
-    }
-
-    /// `upstream`: the route's, as the caller found it.
-    private func lease(_ route: RouteConfig, attempt: Int, upstream resolved: ResolvedUpstream) {
-        record.upstream = route.upstream
         stage = .leasing(route, attempt: attempt)
         // The route's own wait (a long-lived stream's), and a gRPC client's
         // deadline, set how long the gateway waits for this answer (this
@@ -720,7 +710,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     func upstreamLeaseFailed(_ error: UpstreamError) {
         guard case .leasing(let route, let attempt) = stage else { return }
-        let endpoints = snapshot.config.upstreams[route.upstream]?.endpoints.count ?? 0
+        let endpoints = route.resolvedUpstream?.config.endpoints.count ?? 0
         if error.isConnectFailure, attempt + 1 < max(2, endpoints), isIdempotent {
             worker.logger.debug("retrying upstream connect", metadata: ["requestId": "\(request.requestId)"])
             return lease(route, attempt: attempt + 1)

@@ -9,12 +9,17 @@ struct PoolExhaustion {
     private var since: NIODeadline?
     /// What `/readyz` was last told.
     private(set) var reported = false
-    /// Distinguishes the pool in `UpstreamHealth` (one per worker and endpoint).
-    let key: String
+    private let endpoint: UpstreamEndpoint
+    private let pool: ObjectIdentifier
 
     init(endpoint: UpstreamEndpoint, pool: UpstreamPool) {
-        key = "\(endpoint) worker \(ObjectIdentifier(pool).hashValue)"
+        self.endpoint = endpoint
+        self.pool = ObjectIdentifier(pool)
     }
+
+    /// Distinguishes the pool in `UpstreamHealth` (one per worker and
+    /// endpoint); made only when a flip is reported, not with every pool.
+    var key: String { "\(endpoint) worker \(pool.hashValue)" }
 
     /// A request found nothing free and the pool may open no more connections.
     mutating func requestWaited(now: NIODeadline) {

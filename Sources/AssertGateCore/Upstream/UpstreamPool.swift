@@ -255,8 +255,7 @@ final class EndpointPool {
         // when others are free: those are kept for everyone else.
         if shares.count(client) >= limits.perClient {
             self.config = config
-            waiters.append(Waiter(
-                delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: limits.responseTimeout))
+            enqueue(delegate, client: client, responseTimeout: responseTimeout, now: now)
             return
         }
         if let c = reusableIdle() {
@@ -272,9 +271,15 @@ final class EndpointPool {
             // No free connection for this request: the pool is exhausted from now
             // until one is free again (`checkExhaustion`).
             exhaustion.requestWaited(now: now)
-            waiters.append(Waiter(
-                delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: limits.responseTimeout))
+            enqueue(delegate, client: client, responseTimeout: responseTimeout, now: now)
         }
+    }
+
+    /// The request waits for a connection: until its response timeout, at
+    /// most the upstream's (`UpstreamWaiter`).
+    private func enqueue(_ delegate: UpstreamExchangeDelegate, client: String?, responseTimeout: TimeAmount, now: NIODeadline) {
+        waiters.append(Waiter(
+            delegate: delegate, now: now, client: client, responseTimeout: responseTimeout, upstreamTimeout: limits.responseTimeout))
     }
 
     /// An idle connection still good for the current TLS settings.
