@@ -32,7 +32,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     /// `readData` answered `.deferred` and nghttp2 waits for a resume: the
     /// connection (and its session's slot) is asked only then, not for every
     /// chunk and end queued before nghttp2 first read the stream.
-    private var awaitingResume = false
+    var awaitingResume = false
     /// Times queued response bytes moved (queued into an empty queue, or taken
     /// by nghttp2): a counter, so the send path takes no clock; the
     /// connection's stall watch turns an unchanged count into quiet time.

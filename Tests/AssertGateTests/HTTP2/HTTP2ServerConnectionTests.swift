@@ -94,6 +94,45 @@ final class H2Fixture {
         #expect(stream.outBytes == 0)
     }
 
+    /// A reused stream (`HTTP2StreamTable` keeps a few closed ones) is a
+    /// fresh one: every field a request can set is back to its first value.
+    /// The per-request fields stay separate stored properties, not one struct
+    /// replaced whole (which would make this test unnecessary): each is read
+    /// and written instantaneously, so whole-module optimisation drops their
+    /// exclusivity checks, and a struct touched through mutating methods kept
+    /// seven more checks per request (+1 % instructions, measured). So the
+    /// list of fields is pinned here: a new one fails this test until `reuse`
+    /// resets it and the list names it.
+    @Test func aReusedStreamIsAFreshOne() throws {
+        let f = try H2Fixture()
+        let connection = HTTP2ServerConnection(worker: f.worker, scheme: "http")
+        let stream = HTTP2Stream(id: 1, connection: connection)
+        stream.sendResponseBody(ByteBuffer(repeating: 1, count: HTTP2Stream.highWater + 1))  // outFirst, congested
+        stream.sendResponseBody(ByteBuffer(string: "more"))  // outQueue
+        stream.awaitingResume = true
+        stream.isClosed = true
+        stream.responseSubmitted = true
+        stream.outEnded = true
+        stream.progressAtLastCheck = 7
+        stream.quietSince = .now()
+        #expect(stream.outputProgress > 0 && stream.outBytes > 0 && stream.isCongested)
+
+        func fields(_ s: HTTP2Stream) -> [String: String] {
+            Dictionary(uniqueKeysWithValues: Mirror(reflecting: s).children.map { ($0.label ?? "?", "\($0.value)") })
+        }
+        let dirty = fields(stream)
+        stream.reuse(id: 3)
+        let fresh = fields(HTTP2Stream(id: 3, connection: connection))
+        #expect(fresh.keys.sorted() == [
+            "awaitingResume", "congested", "connection", "id", "isClosed", "outBytes", "outEnded", "outFirst",
+            "outQueue", "outputProgress", "pipeline", "progressAtLastCheck", "quietSince", "responseSubmitted",
+        ], "a new field: reset it in reuse(id:), then name it here")
+        for (name, value) in fresh where name != "connection" && name != "pipeline" && name != "id" {
+            #expect(dirty[name] != value, "the test left \(name) at its first value")
+        }
+        #expect(fields(stream) == fresh)
+    }
+
     @Test func unknownPathGets404ProblemJSON() throws {
         let f = try H2Fixture()
         let sid = f.client.request("GET", "/nope", headers: [("x-request-id", "req-1")])
