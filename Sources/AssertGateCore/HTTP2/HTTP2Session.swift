@@ -700,9 +700,14 @@ final class HTTP2Session {
         }
     }
 
-    /// A fresh request id per response would only churn the HPACK dynamic
-    /// table (and push out server/content-type/date): it is sent never-indexed.
+    /// A value new with every message (a request id, a trust signature)
+    /// would only churn the HPACK dynamic table, pushing out the fields that
+    /// do repeat (server, content-type, the forwarding fields): it is sent
+    /// never-indexed, on responses and on requests to h2 upstreams.
     private static let neverIndexed = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+
+    /// Bytes in the HPACK encoder's dynamic table (tests: what was indexed).
+    var encoderTableSize: Int { nghttp2_session_get_hd_deflate_dynamic_table_size(raw) }
 
     /// nghttp2 copies the list and the provider before it returns.
     private func submit(
@@ -730,11 +735,11 @@ final class HTTP2Session {
             head.bytes.withUnsafeBufferPointer { buf -> Int32 in
                 guard let b = buf.baseAddress else { return NGHTTP2_ERR_INVALID_ARGUMENT.rawValue }
                 let base = UnsafeMutablePointer(mutating: b)
-                head.forEachSpan { s in  // pseudo-headers first
+                head.forEachSpan { s, never in  // pseudo-headers first
                     nva.append(
                         nghttp2_nv(
                             name: base + s.nameStart, value: base + s.valueStart, namelen: s.nameLength,
-                            valuelen: s.valueLength, flags: 0))
+                            valuelen: s.valueLength, flags: never ? Self.neverIndexed : 0))
                 }
                 // nghttp2 copies the list (and the provider) before it returns.
                 guard body != nil else { return nghttp2_submit_request(raw, nil, nva, nva.count, nil, token) }

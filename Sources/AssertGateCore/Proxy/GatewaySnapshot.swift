@@ -10,6 +10,8 @@ public final class GatewaySnapshot: Sendable {
     let trustPrefixLower: [UInt8]
     /// `<prefix>Trust`, the header the passthrough gate adds.
     public let trustHeaderName: String
+    /// `<prefix>signature`, lower-cased: its value is new with every request.
+    let trustSignatureLower: [UInt8]
     /// Renders a forwarded request's typed trust outcome as the headers of
     /// protocol.md §6, signed when `trust.signingSecret` is set.
     public let trustHeaders: TrustHeaderBuilder
@@ -88,6 +90,7 @@ public final class GatewaySnapshot: Sendable {
         self.upstreamTLS = upstreamTLS
         self.trustPrefixLower = Array(config.trust.headerPrefix.lowercased().utf8)
         self.trustHeaderName = config.trust.headerPrefix + "Trust"
+        self.trustSignatureLower = Array((config.trust.headerPrefix + "Signature").lowercased().utf8)
         self.trustHeaders = TrustHeaderBuilder(
             prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
         let h = config.attestation.headers

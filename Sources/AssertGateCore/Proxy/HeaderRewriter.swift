@@ -220,9 +220,15 @@ enum HeaderRewriter {
         case .chunked:
             out.add(name: "Transfer-Encoding", value: "chunked")
         }
-        out.add(name: "X-Request-Id", value: requestId)
+        out.addUnique(name: "X-Request-Id", value: requestId)
         out.addForwarding(xff: xff, forwarded: forwarded, client: clientAddress ?? "unknown", scheme: scheme)
-        for (name, value) in extra { out.add(name: name, value: value) }
+        for (name, value) in extra {
+            if ASCII.equalsCI(name, lower: snapshot.trustSignatureLower) {
+                out.addUnique(name: name, value: value)
+            } else {
+                out.add(name: name, value: value)
+            }
+        }
     }
 }
 
@@ -258,10 +264,15 @@ protocol UpstreamHeaderSink {
     mutating func addClientField(name: String, value: String)
     /// `X-Forwarded-For`, `Forwarded` and `X-Forwarded-Proto` (`addForwardingLines` unless the sink knows better).
     mutating func addForwarding(xff: String?, forwarded: String?, client: String, scheme: String)
+    /// A field whose value is new with every request (the request id, the
+    /// trust signature): `add(name:value:)` unless the sink knows better.
+    mutating func addUnique(name: String, value: String)
 }
 
 extension UpstreamHeaderSink {
     mutating func addClientField(name: String, value: String) { add(name: name, value: value) }
+
+    mutating func addUnique(name: String, value: String) { add(name: name, value: value) }
 
     mutating func addForwarding(xff: String?, forwarded: String?, client: String, scheme: String) {
         addForwardingLines(xff: xff, forwarded: forwarded, client: client, scheme: scheme)

@@ -240,11 +240,12 @@ import Testing
 
     private static func rewritten(
         _ client: HTTPHeaders, address: String = "10.1.2.3", scheme: String = "https", checked: Bool = false,
-        forwarding: ForwardingCache? = nil
+        forwarding: ForwardingCache? = nil, requestId: String = "rid",
+        extra: [(name: String, value: String)] = [("X-AssertGate-Trust", "none")]
     ) -> UpstreamH2Head? {
         HeaderRewriter.upstreamH2Head(
             method: "GET", target: "/a", client: client, authority: nil, route: route, snapshot: snapshot,
-            requestId: "rid", clientAddress: address, scheme: scheme, extra: [("X-AssertGate-Trust", "none")],
+            requestId: requestId, clientAddress: address, scheme: scheme, extra: extra,
             bodyFraming: .none, upstreamScheme: "http", trailers: false, clientFieldsChecked: checked,
             forwarding: forwarding)
     }
@@ -290,6 +291,46 @@ import Testing
         #expect(Self.rewritten(client, address: "10.0.0.1\r\nx: y", forwarding: cache) == nil)
         #expect(Self.rewritten(client, address: "10.0.0.1\r\nx: y", forwarding: cache) == nil)
         #expect(Self.rewritten(client, address: "10.1.2.3", forwarding: cache) != nil)
+    }
+
+    /// The request id and the trust signature are new with every request:
+    /// they go to an h2 upstream never-indexed, so the HPACK table stops
+    /// growing once the fields that repeat are in it (each unique value would
+    /// be inserted, then push out one that repeats). Fields that repeat are
+    /// still indexed.
+    @Test func perRequestValuesGoNeverIndexed() throws {
+        let client = HTTPHeaders([("accept", "*/*")])
+        func head(_ n: Int) throws -> UpstreamH2Head {
+            try #require(
+                Self.rewritten(
+                    client, requestId: "\(n)-4c1e2d3a-5b6f-4a7b-8c9d-0e1f2a3b4c5d",
+                    extra: [("X-AssertGate-Trust", "none"), ("X-AssertGate-Signature", "v1;t=\(n);s=abcdef0123456789")]))
+        }
+        var flagged: [String] = []
+        let first = try head(1)
+        first.forEachSpan { s, never in
+            if never { flagged.append(String(decoding: first.bytes[s.nameStart..<s.nameStart + s.nameLength], as: UTF8.self)) }
+        }
+        #expect(flagged == ["x-request-id", "x-assertgate-signature"])
+
+        let pair = try HTTP2ClientSessionTests.Pair()
+        _ = try pair.client.submitRequest(first, body: nil)
+        try pair.run()
+        let settled = pair.client.encoderTableSize
+        #expect(settled > 0, "the fields that repeat were indexed")
+        for n in 2...4 {
+            _ = try pair.client.submitRequest(try head(n), body: nil)
+            try pair.run()
+            #expect(pair.client.encoderTableSize == settled, "request \(n) grew the table")
+        }
+        // The same value sent as an ordinary field is indexed: what the table size shows.
+        var plain = UpstreamH2Head(method: "GET", target: "/a", scheme: "http", trailers: false)
+        plain.add(name: "x-request-id", value: "5-4c1e2d3a-5b6f-4a7b-8c9d-0e1f2a3b4c5d")
+        plain.finish()
+        _ = try pair.client.submitRequest(plain, body: nil)
+        try pair.run()
+        #expect(pair.client.encoderTableSize > settled)
+        #expect(pair.serverEvents.count > 0)
     }
 }
 

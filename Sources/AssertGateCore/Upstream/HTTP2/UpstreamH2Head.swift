@@ -19,6 +19,12 @@ struct UpstreamH2Head: UpstreamValueSink {
     private var path: Span
     private var authority: Span?
     private(set) var regular: [Span] = []
+    /// Indices into `regular` of the fields whose value is new with every
+    /// request (the request id, the trust signature), -1 when unused: sent
+    /// never-indexed, so they do not churn the HPACK table (each would be
+    /// inserted, then push out a field that repeats). Two, inline: an array
+    /// would be an allocation per request.
+    private var unique = (-1, -1)
     private(set) var isValid = true
     private let trailers: Bool
     private let clientFieldsChecked: Bool
@@ -47,22 +53,30 @@ struct UpstreamH2Head: UpstreamValueSink {
     /// The header list in the order it is sent: pseudo-headers, then fields.
     var spans: [Span] {
         var out: [Span] = []
-        forEachSpan { out.append($0) }
+        forEachSpan { s, _ in out.append(s) }
         return out
     }
 
-    /// The same, without an array.
-    func forEachSpan(_ body: (Span) -> Void) {
-        body(method)
-        body(scheme)
-        if let authority { body(authority) }
-        body(path)
-        for s in regular { body(s) }
+    /// The same, without an array, and whether each is to be sent never-indexed.
+    func forEachSpan(_ body: (Span, _ neverIndexed: Bool) -> Void) {
+        body(method, false)
+        body(scheme, false)
+        if let authority { body(authority, false) }
+        body(path, false)
+        for (i, s) in regular.enumerated() { body(s, i == unique.0 || i == unique.1) }
     }
 
     var count: Int { regular.count + (authority == nil ? 3 : 4) }
 
     mutating func add(name: String, value: String) { addField(name, value, checked: false) }
+
+    /// A third unique field would go as an ordinary one (the gateway adds two).
+    mutating func addUnique(name: String, value: String) {
+        let before = regular.count
+        addField(name, value, checked: false)
+        guard regular.count > before else { return }
+        if unique.0 < 0 { unique.0 = before } else if unique.1 < 0 { unique.1 = before }
+    }
 
     /// nghttp2 has checked an HTTP/2 client's field and its name is lower
     /// case (RFC 9113 §8.2.1, HTTP messaging on in `HTTP2Session`): copied
