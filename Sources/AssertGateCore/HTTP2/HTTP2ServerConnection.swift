@@ -24,7 +24,15 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private let timeouts: ConnectionTimeoutHandler?
     private var context: ChannelHandlerContext?
     private(set) var allocator = ByteBufferAllocator()
-    private var streams = HTTP2StreamTable()
+    private var streams: HTTP2StreamTable {
+        _read { yield streamTable.value }
+        _modify { yield &streamTable.value }
+    }
+    /// An `UncheckedCell`: a request's half-dozen lookups carry no runtime
+    /// exclusivity check. The table's methods call out to nothing (a stream
+    /// made or recycled is only stored), and what a caller does with the
+    /// stream it got happens after the access ends.
+    private let streamTable = UncheckedCell(HTTP2StreamTable())
     /// The session's events not yet acted on.
     private let events = HTTP2EventQueue()
     private var inRead = false

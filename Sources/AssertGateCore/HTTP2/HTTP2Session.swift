@@ -355,24 +355,17 @@ final class HTTP2Session {
     /// the receiving callbacks change together. `events`, `slots` and
     /// `block` name its parts.
     ///
-    /// It lives in memory the session allocates once and frees in `deinit`,
-    /// reached through addressors, so its accesses carry no runtime
-    /// exclusivity check: as a stored property it cost one per callback and
-    /// per lookup, ~16 per request on each session (94 instructions each),
-    /// since `Receive`'s mutating methods are long accesses that whole-module
-    /// optimisation cannot prove alone. Nothing can overlap them: `Receive`
-    /// and its parts are plain values whose methods call out to nothing,
-    /// nghttp2 runs one callback at a time and never inside another, and the
-    /// owner's calls never come from a callback (`assertOutsideCallbacks`).
+    /// An `UncheckedCell`: as a stored property each callback's access (a
+    /// mutating method) kept a runtime exclusivity check, ~16 per request on
+    /// each session. None can overlap another: `Receive` and its parts are
+    /// plain values whose methods call out to nothing, nghttp2 runs one
+    /// callback at a time and never inside another, and the owner's calls
+    /// never come from a callback (`assertOutsideCallbacks`).
+    private let rxCell = UncheckedCell(Receive())
     private var rx: Receive {
-        unsafeAddress { UnsafePointer(rxStorage) }
-        unsafeMutableAddress { rxStorage }
+        _read { yield rxCell.value }
+        _modify { yield &rxCell.value }
     }
-    private let rxStorage: UnsafeMutablePointer<Receive> = {
-        let p = UnsafeMutablePointer<Receive>.allocate(capacity: 1)
-        p.initialize(to: Receive())
-        return p
-    }()
 
     private struct Receive {
         var events: [Event] = []
@@ -537,8 +530,6 @@ final class HTTP2Session {
     /// The only place the session is freed: nothing else holds `raw`.
     deinit {
         nghttp2_session_del(raw)
-        rxStorage.deinitialize(count: 1)
-        rxStorage.deallocate()
     }
 
     // MARK: state

@@ -16,7 +16,14 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
     var readsPaused = false
     private var pendingRead = false
     private var context: ChannelHandlerContext?
-    private var parser = UpstreamResponseParser()
+    /// An `UncheckedCell` (no runtime exclusivity check on the four or so
+    /// accesses of a response): the parser's methods read bytes and call out
+    /// to nothing, and the connection is called only after an access ends.
+    private let parserCell = UncheckedCell(UpstreamResponseParser())
+    private var parser: UpstreamResponseParser {
+        _read { yield parserCell.value }
+        _modify { yield &parserCell.value }
+    }
 
     /// The TLS handler in front of this one (nil: cleartext), for whether the
     /// peer's close came with close_notify. It holds no reference back.
