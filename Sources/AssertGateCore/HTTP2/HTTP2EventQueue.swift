@@ -9,9 +9,21 @@
 /// handler may feed or drain the session (appending to `pending`) while
 /// `process` runs.
 final class HTTP2EventQueue {
-    var pending: [HTTP2Session.Event] = []
+    var pending: [HTTP2Session.Event] {
+        _read { yield arrays.value.pending }
+        _modify { yield &arrays.value.pending }
+    }
     /// The events being handed out, taken from `pending` whole; kept for its capacity.
-    private var batch: [HTTP2Session.Event] = []
+    private var batch: [HTTP2Session.Event] {
+        _read { yield arrays.value.batch }
+        _modify { yield &arrays.value.batch }
+    }
+    /// An `UncheckedCell`: `pending` is lent to the session's `feed`/`drain`
+    /// (a long access each time), so every read of it kept a runtime check.
+    /// Nothing overlaps: the session appends to an array of its own while
+    /// nghttp2 runs and swaps it back after, and `process` takes the events
+    /// out of both arrays before it hands any to `handle`.
+    private let arrays = UncheckedCell((pending: [HTTP2Session.Event](), batch: [HTTP2Session.Event]()))
     private var processing = false
 
     var isEmpty: Bool { pending.isEmpty }

@@ -102,9 +102,10 @@ final class HTTP2Session {
     }
     /// True while nghttp2 runs: no nghttp2 function may be entered from a callback.
     private var insideNghttp2 = false
-    /// The buffer `feed` passes to nghttp2, for zero-copy DATA slices. Set
-    /// only for the length of the `mem_recv` call that lends its bytes.
-    private var inbound: (base: UnsafeRawPointer, count: Int, buffer: ByteBuffer)?
+    private var inbound: (base: UnsafeRawPointer, count: Int, buffer: ByteBuffer)? {
+        _read { yield rx.inbound }
+        _modify { yield &rx.inbound }
+    }
 
     /// What the session keeps per open stream (from its head until nghttp2 closes it).
     private struct StreamState {
@@ -351,9 +352,9 @@ final class HTTP2Session {
         _modify { yield &rx.block }
     }
 
-    /// The events, the stream slots and the header block in progress: what
-    /// the receiving callbacks change together. `events`, `slots` and
-    /// `block` name its parts.
+    /// The events, the stream slots, the header block in progress, the
+    /// trailers due and the bytes being fed: what the callbacks change.
+    /// `events`, `slots`, `block`, `trailersDue` and `inbound` name its parts.
     ///
     /// An `UncheckedCell`: as a stored property each callback's access (a
     /// mutating method) kept a runtime exclusivity check, ~16 per request on
@@ -371,6 +372,12 @@ final class HTTP2Session {
         var events: [Event] = []
         var slots = StreamSlots()
         var block = HeaderBlock()
+        /// Streams whose source gave its last byte and that have trailers: the
+        /// trailers are submitted after `mem_send` returns (never from a callback).
+        var trailersDue: [Int32] = []
+        /// The buffer `feed` passes to nghttp2, for zero-copy DATA slices. Set
+        /// only for the length of the `mem_recv` call that lends its bytes.
+        var inbound: (base: UnsafeRawPointer, count: Int, buffer: ByteBuffer)?
 
         /// A header block begins on stream `id` (its slot, if it has one, already open).
         mutating func beginBlock(_ id: Int32, isHead: Bool, slot: Int?) {
@@ -445,9 +452,10 @@ final class HTTP2Session {
             events.append(.closed(id, errorCode: errorCode))
         }
     }
-    /// Streams whose source gave its last byte and that have trailers: the
-    /// trailers are submitted after `mem_send` returns (never from a callback).
-    private var trailersDue: [Int32] = []
+    private var trailersDue: [Int32] {
+        _read { yield rx.trailersDue }
+        _modify { yield &rx.trailersDue }
+    }
     /// HEADERS + CONTINUATION payload of the block in progress, as sent.
     private var blockWireBytes = 0
 
