@@ -105,6 +105,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     init(
         request: ProxyRequest, body: RequestBodyInfo, sink: ResponseSink, worker: Worker, refusal: Rejection? = nil
     ) {
+        // `request` is read before it is stored: a read after the store would
+        // make the store a copy (its strings retained, then released).
+        self.bodyLimits = BodyLimits(request.snapshot.config.limits)
         self.request = request
         self.bodyInfo = body
         self.sink = sink
@@ -112,7 +115,6 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         self.refusal = refusal
         self.exchange = ExchangeState(requestComplete: body.isEmpty)
         self.record = RequestRecord(startedAt: worker.observer != nil ? .now() : nil)
-        self.bodyLimits = BodyLimits(request.snapshot.config.limits)
     }
 
     private var snapshot: GatewaySnapshot { request.snapshot }
