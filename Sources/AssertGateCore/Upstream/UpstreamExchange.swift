@@ -4,7 +4,10 @@ import NIOHTTP1
 /// A request head as `HeaderRewriter` wrote it for the upstream's protocol.
 enum UpstreamHead {
     case http1(UpstreamRequestHead)
-    case http2(UpstreamH2Head)
+    /// Boxed: inline, the HTTP/2 head's size made every copy and destroy of
+    /// an `UpstreamHead?` (the pipeline keeps one for a replay) a call
+    /// through Optional's generic value witnesses, ~250 instructions each.
+    indirect case http2(UpstreamH2Head)
 }
 
 /// One request's exchange with an upstream, as the pipeline drives it: an
