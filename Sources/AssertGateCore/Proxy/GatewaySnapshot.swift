@@ -12,6 +12,8 @@ public final class GatewaySnapshot: Sendable {
     public let trustHeaderName: String
     /// `<prefix>signature`, lower-cased: its value is new with every request.
     let trustSignatureLower: [UInt8]
+    /// `attestation.prefix` as bytes: every request's path is compared with it.
+    let attestationPrefix: [UInt8]
     /// Renders a forwarded request's typed trust outcome as the headers of
     /// protocol.md §6, signed when `trust.signingSecret` is set.
     public let trustHeaders: TrustHeaderBuilder
@@ -91,6 +93,7 @@ public final class GatewaySnapshot: Sendable {
         self.trustPrefixLower = Array(config.trust.headerPrefix.lowercased().utf8)
         self.trustHeaderName = config.trust.headerPrefix + "Trust"
         self.trustSignatureLower = Array((config.trust.headerPrefix + "Signature").lowercased().utf8)
+        self.attestationPrefix = Array(config.attestation.prefix.utf8)
         self.trustHeaders = TrustHeaderBuilder(
             prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
         let h = config.attestation.headers

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 import NIOCore
 import NIOHTTP1
 import Verifier
@@ -24,8 +29,16 @@ public struct ProxyRequest {
 
     /// The path without the query string.
     public var path: Substring {
-        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
-        return target[...]
+        // memchr over the string's own bytes: the generic `firstIndex(of:)`
+        // on a UTF8View cost ~40 instructions a byte.
+        let end = target.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
+            guard let base = bytes.baseAddress, let q = memchr(base, Int32(UInt8(ascii: "?")), bytes.count) else {
+                return nil
+            }
+            return base.distance(to: q.assumingMemoryBound(to: UInt8.self))
+        } ?? target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target.utf8.distance(from: target.utf8.startIndex, to: $0) }
+        guard let end else { return target[...] }
+        return target[..<target.utf8.index(target.utf8.startIndex, offsetBy: end)]
     }
 }
 

@@ -175,4 +175,34 @@ import Testing
         #expect(s.route(method: "GET", path: "/caf\u{E9}/x")?.upstream == "u")
         #expect(s.route(method: "GET", path: "/cafe\u{301}/x") == nil)
     }
+
+    /// `ProxyRequest.path`: the target up to its first `?`, from the
+    /// string's bytes; bridged (non-contiguous) strings take the slow path.
+    @Test func thePathStopsAtTheFirstQuestionMark() throws {
+        let snapshot = GatewaySnapshot(config: GatewayConfig(listeners: [], apps: [], upstreams: [:], routes: []))
+        func path(_ target: String) -> String {
+            let r = ProxyRequest(
+                method: "GET", target: target, authority: nil, scheme: "http", headers: [:], requestId: "r",
+                clientAddress: nil, snapshot: snapshot)
+            return String(r.path)
+        }
+        #expect(path("/hello") == "/hello")
+        #expect(path("/a/b?x=1?y") == "/a/b")
+        #expect(path("?q") == "")
+        #expect(path("") == "")
+        #expect(path("/caf\u{e9}/\u{1F600}?z") == "/caf\u{e9}/\u{1F600}")
+    }
+
+    /// A local route's prefix claims itself and what is below it, nothing else.
+    @Test func aPrefixClaimsItselfAndWhatIsBelowIt() {
+        let prefix = Array("/app-attest".utf8)
+        for claimed in ["/app-attest", "/app-attest/", "/app-attest/challenge", "/app-attest/a/b"] {
+            #expect(AttestationRoutes.path(claimed[...], isUnder: prefix), "\(claimed)")
+            #expect(AttestationRoutes.path(("x" + claimed).dropFirst(), isUnder: prefix), "a slice: \(claimed)")
+        }
+        for other in ["/app-attestx", "/app-attes", "/", "", "/other/app-attest", "/APP-ATTEST"] {
+            #expect(!AttestationRoutes.path(other[...], isUnder: prefix), "\(other)")
+        }
+        #expect(AttestationRoutes.path("/"[...], isUnder: Array("/".utf8)))
+    }
 }
