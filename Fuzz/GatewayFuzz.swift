@@ -251,10 +251,12 @@ func fuzzHeaderRewrite(_ bytes: [UInt8]) {
     }
     let listed = HeaderRewriter.connectionTokens(headers)
     if let route {
+        let request = ProxyRequest(
+            method: "POST", target: "/fuzz?x=1", authority: first & 4 != 0 ? "api.example" : nil, scheme: "https",
+            headers: headers, requestId: "fuzz-request", clientAddress: first & 8 != 0 ? "::1" : "127.0.0.1",
+            snapshot: snapshot)
         let up = HeaderRewriter.upstreamRequestHeaders(
-            client: headers, authority: first & 4 != 0 ? "api.example" : nil, route: route, snapshot: snapshot,
-            requestId: "fuzz-request", clientAddress: first & 8 != 0 ? "::1" : "127.0.0.1", scheme: "https",
-            extra: [], bodyFraming: framing, fallbackHost: "fallback.example")
+            for: request, route: route, extra: [], bodyFraming: framing, fallbackHost: "fallback.example")
         for (name, _) in up {
             check(!HeaderRewriter.isHopByHop(name) || ASCII.equalsCI(name, "transfer-encoding"), "hop-by-hop \(name) forwarded")
             // Headers the gateway itself adds may share a name with a listed token.
@@ -266,9 +268,8 @@ func fuzzHeaderRewrite(_ bytes: [UInt8]) {
         // The same head for an HTTP/2 upstream: pseudo-headers first, in
         // order, lower-case names, nothing HTTP/2 forbids.
         if let h2 = HeaderRewriter.upstreamH2Head(
-            method: "POST", target: "/fuzz?x=1", client: headers, authority: first & 4 != 0 ? "api.example" : nil,
-            route: route, snapshot: snapshot, requestId: "fuzz-request", clientAddress: "127.0.0.1", scheme: "https",
-            extra: [], bodyFraming: framing, fallbackHost: "fallback.example", upstreamScheme: "http", trailers: first & 16 != 0)
+            for: request, route: route, extra: [], bodyFraming: framing, fallbackHost: "fallback.example",
+            upstreamScheme: "http", trailers: first & 16 != 0)
         {
             let fields = h2.fields
             let pseudo = fields.prefix { $0.0.hasPrefix(":") }.map(\.0)
@@ -566,10 +567,12 @@ func fuzzServerH2(_ bytes: [UInt8]) {
                 check(UpstreamHeadWriter.isFieldValue(value), "field value \(value.debugDescription)")
             }
             check(size <= limit, "a head of \(size) bytes past the limit")
+            var proxied = ProxyRequest(
+                method: head.method ?? "GET", target: head.path ?? "/", authority: head.authority, scheme: "http",
+                headers: head.fields, requestId: "fuzz-request", clientAddress: "127.0.0.1", snapshot: snapshot)
+            proxied.fieldsChecked = true
             let request = HeaderRewriter.upstreamRequestHead(
-                method: head.method ?? "GET", target: head.path ?? "/", client: head.fields, authority: head.authority,
-                route: route, snapshot: snapshot, requestId: "fuzz-request", clientAddress: "127.0.0.1", scheme: "http",
-                extra: [], bodyFraming: .none, allocator: ByteBufferAllocator(), clientFieldsChecked: true,
+                for: proxied, route: route, extra: [], bodyFraming: .none, allocator: ByteBufferAllocator(),
                 forwarding: ForwardingCache())
             if let request {
                 let text = Array(request.bytes.readableBytesView)

@@ -105,18 +105,17 @@ enum HeaderRewriter {
         return false
     }
 
-    /// Builds the upstream request headers from the client's (already trust-stripped) headers.
+    /// Builds the upstream request headers from the client's (already
+    /// trust-stripped) headers: `request`'s own, then what the gateway adds
+    /// for `route` (`extra`: the trust headers).
     static func upstreamRequestHeaders(
-        client: HTTPHeaders, authority: String?, route: RouteConfig, snapshot: GatewaySnapshot,
-        requestId: String, clientAddress: String?, scheme: String, extra: [(name: String, value: String)],
+        for request: ProxyRequest, route: RouteConfig, extra: [(name: String, value: String)],
         bodyFraming: RequestBodyFraming, fallbackHost: String? = nil
     ) -> HTTPHeaders {
         var out = HTTPHeaders()
-        out.reserveCapacity(client.count + 6 + extra.count)
+        out.reserveCapacity(request.headers.count + 6 + extra.count)
         writeUpstreamRequestHeaders(
-            into: &out, client: client, authority: authority, route: route, snapshot: snapshot,
-            requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
-            bodyFraming: bodyFraming, fallbackHost: fallbackHost)
+            into: &out, for: request, route: route, extra: extra, bodyFraming: bodyFraming, fallbackHost: fallbackHost)
         return out
     }
 
@@ -124,55 +123,52 @@ enum HeaderRewriter {
     /// `upstreamRequestHeaders`, empty line); nil when a name, value or the target
     /// is not valid to send (NIO's header validator would have refused it too).
     static func upstreamRequestHead(
-        method: String, target: String, client: HTTPHeaders, authority: String?, route: RouteConfig,
-        snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
-        extra: [(name: String, value: String)], bodyFraming: RequestBodyFraming, fallbackHost: String? = nil,
-        allocator: ByteBufferAllocator, clientFieldsChecked: Bool = false, forwarding: ForwardingCache? = nil
+        for request: ProxyRequest, route: RouteConfig, extra: [(name: String, value: String)],
+        bodyFraming: RequestBodyFraming, fallbackHost: String? = nil, allocator: ByteBufferAllocator,
+        forwarding: ForwardingCache? = nil
     ) -> UpstreamRequestHead? {
         // Sized once: the fields as they are plus room for what is added.
-        var size = method.utf8.count + target.utf8.count + (authority?.utf8.count ?? 0) + requestId.utf8.count
-            + 2 * (clientAddress?.utf8.count ?? 7) + 192
-        for (name, value) in client { size += name.utf8.count + value.utf8.count + 4 }
+        var size = request.method.utf8.count + request.target.utf8.count + (request.authority?.utf8.count ?? 0)
+            + request.requestId.utf8.count + 2 * (request.clientAddress?.utf8.count ?? 7) + 192
+        for (name, value) in request.headers { size += name.utf8.count + value.utf8.count + 4 }
         for (name, value) in extra { size += name.utf8.count + value.utf8.count + 4 }
         var bytes = allocator.buffer(capacity: size)
         let valid = UpstreamHeadWriter.write(
-            into: &bytes, capacity: size, clientFieldsChecked: clientFieldsChecked, forwarding: forwarding
+            into: &bytes, capacity: size, clientFieldsChecked: request.fieldsChecked, forwarding: forwarding
         ) { writer in
-            writer.requestLine(method: method, target: target)
+            writer.requestLine(method: request.method, target: request.target)
             writeUpstreamRequestHeaders(
-                into: &writer, client: client, authority: authority, route: route, snapshot: snapshot,
-                requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
-                bodyFraming: bodyFraming, fallbackHost: fallbackHost)
+                into: &writer, for: request, route: route, extra: extra, bodyFraming: bodyFraming,
+                fallbackHost: fallbackHost)
             writer.finish()
         }
         guard valid else { return nil }
-        return UpstreamRequestHead(bytes: bytes, isHead: method == "HEAD", chunked: bodyFraming == .chunked)
+        return UpstreamRequestHead(bytes: bytes, isHead: request.method == "HEAD", chunked: bodyFraming == .chunked)
     }
 
     /// The same head for an HTTP/2 upstream (`upstreamScheme`: `http` for
     /// h2c, `https` for h2); nil when a byte could not be sent.
     static func upstreamH2Head(
-        method: String, target: String, client: HTTPHeaders, authority: String?, route: RouteConfig,
-        snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
-        extra: [(name: String, value: String)], bodyFraming: RequestBodyFraming, fallbackHost: String? = nil,
-        upstreamScheme: String, trailers: Bool, clientFieldsChecked: Bool = false, forwarding: ForwardingCache? = nil
+        for request: ProxyRequest, route: RouteConfig, extra: [(name: String, value: String)],
+        bodyFraming: RequestBodyFraming, fallbackHost: String? = nil, upstreamScheme: String, trailers: Bool,
+        forwarding: ForwardingCache? = nil
     ) -> UpstreamH2Head? {
         var head = UpstreamH2Head(
-            method: method, target: target, scheme: upstreamScheme, trailers: trailers,
-            clientFieldsChecked: clientFieldsChecked, forwarding: forwarding)
+            method: request.method, target: request.target, scheme: upstreamScheme, trailers: trailers,
+            clientFieldsChecked: request.fieldsChecked, forwarding: forwarding)
         writeUpstreamRequestHeaders(
-            into: &head, client: client, authority: authority, route: route, snapshot: snapshot,
-            requestId: requestId, clientAddress: clientAddress, scheme: scheme, extra: extra,
-            bodyFraming: bodyFraming, fallbackHost: fallbackHost)
+            into: &head, for: request, route: route, extra: extra, bodyFraming: bodyFraming, fallbackHost: fallbackHost)
         head.finish()
         return head.isValid ? head : nil
     }
 
     static func writeUpstreamRequestHeaders<Sink: UpstreamHeaderSink>(
-        into out: inout Sink, client: HTTPHeaders, authority: String?, route: RouteConfig,
-        snapshot: GatewaySnapshot, requestId: String, clientAddress: String?, scheme: String,
-        extra: [(name: String, value: String)], bodyFraming: RequestBodyFraming, fallbackHost: String?
+        into out: inout Sink, for request: ProxyRequest, route: RouteConfig, extra: [(name: String, value: String)],
+        bodyFraming: RequestBodyFraming, fallbackHost: String?
     ) {
+        let client = request.headers
+        let authority = request.authority
+        let snapshot = request.snapshot
         let listed = connectionTokens(client)
         if let authority { out.add(name: "Host", value: authority) }
         var xff: String?
@@ -220,8 +216,9 @@ enum HeaderRewriter {
         case .chunked:
             out.add(name: "Transfer-Encoding", value: "chunked")
         }
-        out.addUnique(name: "X-Request-Id", value: requestId)
-        out.addForwarding(xff: xff, forwarded: forwarded, client: clientAddress ?? "unknown", scheme: scheme)
+        out.addUnique(name: "X-Request-Id", value: request.requestId)
+        out.addForwarding(
+            xff: xff, forwarded: forwarded, client: request.clientAddress ?? "unknown", scheme: request.scheme)
         for (name, value) in extra {
             if ASCII.equalsCI(name, lower: snapshot.trustSignatureLower) {
                 out.addUnique(name: name, value: value)

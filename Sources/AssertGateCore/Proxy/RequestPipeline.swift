@@ -508,20 +508,14 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 path: request.target, now: UnixClock.now())
             if http2 {
                 upstreamHead = HeaderRewriter.upstreamH2Head(
-                    method: request.method, target: request.target, client: request.headers,
-                    authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
-                    clientAddress: request.clientAddress, scheme: request.scheme, extra: trust, bodyFraming: framing,
-                    fallbackHost: fallbackHost, upstreamScheme: resolved?.config.endpoints.first?.tls == true ? "https" : "http",
-                    trailers: Self.wantsTrailers(request.headers), clientFieldsChecked: request.fieldsChecked,
-                    forwarding: worker.forwarding
+                    for: request, route: route, extra: trust, bodyFraming: framing, fallbackHost: fallbackHost,
+                    upstreamScheme: resolved?.config.endpoints.first?.tls == true ? "https" : "http",
+                    trailers: Self.wantsTrailers(request.headers), forwarding: worker.forwarding
                 ).map(UpstreamHead.http2)
             } else {
                 upstreamHead = HeaderRewriter.upstreamRequestHead(
-                    method: request.method, target: request.target, client: request.headers,
-                    authority: request.authority, route: route, snapshot: snapshot, requestId: request.requestId,
-                    clientAddress: request.clientAddress, scheme: request.scheme, extra: trust, bodyFraming: framing,
-                    fallbackHost: fallbackHost, allocator: sink.allocator, clientFieldsChecked: request.fieldsChecked,
-                    forwarding: worker.forwarding
+                    for: request, route: route, extra: trust, bodyFraming: framing, fallbackHost: fallbackHost,
+                    allocator: sink.allocator, forwarding: worker.forwarding
                 ).map(UpstreamHead.http1)
             }
             // A name, value or target the upstream's protocol cannot carry: nothing is sent.

@@ -243,10 +243,12 @@ import Testing
         forwarding: ForwardingCache? = nil, requestId: String = "rid",
         extra: [(name: String, value: String)] = [("X-AssertGate-Trust", "none")]
     ) -> UpstreamH2Head? {
-        HeaderRewriter.upstreamH2Head(
-            method: "GET", target: "/a", client: client, authority: nil, route: route, snapshot: snapshot,
-            requestId: requestId, clientAddress: address, scheme: scheme, extra: extra,
-            bodyFraming: .none, upstreamScheme: "http", trailers: false, clientFieldsChecked: checked,
+        var request = ProxyRequest(
+            method: "GET", target: "/a", authority: nil, scheme: scheme, headers: client, requestId: requestId,
+            clientAddress: address, snapshot: snapshot)
+        request.fieldsChecked = checked
+        return HeaderRewriter.upstreamH2Head(
+            for: request, route: route, extra: extra, bodyFraming: .none, upstreamScheme: "http", trailers: false,
             forwarding: forwarding)
     }
 

@@ -10,6 +10,15 @@ import Testing
         return GatewaySnapshot(config: c)
     }
 
+    /// A GET for `/` with these fields, as a front end hands it over.
+    private func request(
+        _ client: HTTPHeaders, authority: String?, requestId: String = "r", clientAddress: String?, scheme: String
+    ) -> ProxyRequest {
+        ProxyRequest(
+            method: "GET", target: "/", authority: authority, scheme: scheme, headers: client, requestId: requestId,
+            clientAddress: clientAddress, snapshot: snapshot())
+    }
+
     private func route(forwardAssertion: Bool = false) -> RouteConfig {
         var r = RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "u", mode: .passthrough)
         r.forwardAssertionHeaders = forwardAssertion
@@ -62,9 +71,8 @@ import Testing
             ("X-Forwarded-Proto", "https"), ("X-Request-Id", "bad id with spaces"), ("Accept", "*/*"), ("Expect", "100-continue"),
         ])
         let out = HeaderRewriter.upstreamRequestHeaders(
-            client: client, authority: nil, route: route(), snapshot: snapshot(), requestId: "rid-1",
-            clientAddress: "2001:db8::1", scheme: "http", extra: [("X-AssertGate-Trust", "none")],
-            bodyFraming: .chunked)
+            for: request(client, authority: nil, requestId: "rid-1", clientAddress: "2001:db8::1", scheme: "http"),
+            route: route(), extra: [("X-AssertGate-Trust", "none")], bodyFraming: .chunked)
         let names = Set(out.map { $0.name.lowercased() })
         for gone in ["connection", "x-secret-hop", "keep-alive", "proxy-authorization", "proxy-connection", "te",
                      "trailer", "upgrade", "expect", "assertgate-key-id", "assertgate-assertion", "assertgate-challenge"] {
@@ -83,8 +91,8 @@ import Testing
     @Test func assertionHeadersForwardedWhenTheRouteSaysSo() {
         let client = HTTPHeaders([("AssertGate-Key-Id", "k"), ("AssertGate-Assertion", "a")])
         let out = HeaderRewriter.upstreamRequestHeaders(
-            client: client, authority: "h2.example", route: route(forwardAssertion: true), snapshot: snapshot(),
-            requestId: "r", clientAddress: "127.0.0.1", scheme: "https", extra: [], bodyFraming: .contentLength(5))
+            for: request(client, authority: "h2.example", clientAddress: "127.0.0.1", scheme: "https"),
+            route: route(forwardAssertion: true), extra: [], bodyFraming: .contentLength(5))
         #expect(out["AssertGate-Key-Id"] == ["k"])
         #expect(out["AssertGate-Assertion"] == ["a"])
         #expect(out["Host"] == ["h2.example"])
@@ -95,8 +103,8 @@ import Testing
     @Test func authorityReplacesHostAndEmptyPostGetsContentLengthZero() {
         let client = HTTPHeaders([("host", "spoofed"), ("content-length", "99")])
         let out = HeaderRewriter.upstreamRequestHeaders(
-            client: client, authority: "real", route: route(), snapshot: snapshot(), requestId: "r",
-            clientAddress: nil, scheme: "http", extra: [], bodyFraming: .empty)
+            for: request(client, authority: "real", clientAddress: nil, scheme: "http"), route: route(), extra: [],
+            bodyFraming: .empty)
         #expect(out["Host"] == ["real"])
         #expect(out["Content-Length"] == ["0"])
     }

@@ -16,10 +16,20 @@ import Testing
         address: String? = "10.1.2.3", scheme: String = "https", checked: Bool = false, forwarding: ForwardingCache? = nil
     ) -> UpstreamRequestHead? {
         HeaderRewriter.upstreamRequestHead(
-            method: method, target: target, client: client, authority: "api.example", route: route,
-            snapshot: snapshot, requestId: "rid", clientAddress: address, scheme: scheme,
-            extra: [("X-AssertGate-Trust", "none")], bodyFraming: framing, allocator: ByteBufferAllocator(),
-            clientFieldsChecked: checked, forwarding: forwarding)
+            for: request(method: method, target: target, client: client, address: address, scheme: scheme, checked: checked),
+            route: route, extra: [("X-AssertGate-Trust", "none")], bodyFraming: framing, allocator: ByteBufferAllocator(),
+            forwarding: forwarding)
+    }
+
+    private func request(
+        method: String = "GET", target: String = "/a?b=1", client: HTTPHeaders, address: String?, scheme: String = "https",
+        checked: Bool = false
+    ) -> ProxyRequest {
+        var r = ProxyRequest(
+            method: method, target: target, authority: "api.example", scheme: scheme, headers: client, requestId: "rid",
+            clientAddress: address, snapshot: snapshot)
+        r.fieldsChecked = checked
+        return r
     }
 
     /// The forwarding lines come from the worker's last rendering when the
@@ -72,9 +82,8 @@ import Testing
         ])
         let h = try #require(head(method: "POST", client: client, framing: .chunked, address: "2001:db8::1"))
         let expected = HeaderRewriter.upstreamRequestHeaders(
-            client: client, authority: "api.example", route: route, snapshot: snapshot, requestId: "rid",
-            clientAddress: "2001:db8::1", scheme: "https", extra: [("X-AssertGate-Trust", "none")],
-            bodyFraming: .chunked)
+            for: request(method: "POST", client: client, address: "2001:db8::1"), route: route,
+            extra: [("X-AssertGate-Trust", "none")], bodyFraming: .chunked)
         var text = "POST /a?b=1 HTTP/1.1\r\n"
         for (n, v) in expected { text += "\(n): \(v)\r\n" }
         text += "\r\n"
