@@ -39,19 +39,19 @@ public final class AttestationRoutes: LocalHandler {
     /// against the prefix the snapshot keeps as bytes: the generic
     /// `starts(with:)` over two UTF8Views cost ~400 instructions a request.
     static func path(_ path: Substring, isUnder prefix: [UInt8]) -> Bool {
-        let path = path.utf8
-        let claimed = path.withContiguousStorageIfAvailable { bytes -> Bool in
-            guard bytes.count >= prefix.count else { return false }
-            let same = prefix.withUnsafeBufferPointer { p -> Bool in
-                guard let a = bytes.baseAddress, let b = p.baseAddress else { return p.isEmpty }
-                return memcmp(a, b, p.count) == 0
-            }
-            return same && (bytes.count == prefix.count || bytes[prefix.count] == UInt8(ascii: "/"))
+        // A native string's bytes in place; any other's copied once (as routes are matched).
+        let bytes = path.utf8
+        return bytes.withContiguousStorageIfAvailable { isUnder($0, prefix) }
+            ?? Array(bytes).withUnsafeBufferPointer { isUnder($0, prefix) }
+    }
+
+    private static func isUnder(_ path: UnsafeBufferPointer<UInt8>, _ prefix: [UInt8]) -> Bool {
+        guard path.count >= prefix.count else { return false }
+        let same = prefix.withUnsafeBufferPointer { p -> Bool in
+            guard let a = path.baseAddress, let b = p.baseAddress else { return p.isEmpty }
+            return memcmp(a, b, p.count) == 0
         }
-        if let claimed { return claimed }
-        guard path.starts(with: prefix) else { return false }
-        let rest = path.dropFirst(prefix.count)
-        return rest.isEmpty || rest.first == UInt8(ascii: "/")
+        return same && (path.count == prefix.count || path[prefix.count] == UInt8(ascii: "/"))
     }
 
     public func handle(_ request: ProxyRequest, body: ByteBuffer) -> EventLoopFuture<LocalResponse> {
