@@ -82,6 +82,9 @@ public struct TrustHeaderBuilder: Sendable {
         self.unsignedNone = [(prefix + "Trust", TrustOutcome.none.trustValue)]
     }
 
+    /// The signature header's name, when the headers are signed.
+    public var signatureHeaderName: String? { signer?.headerName }
+
     public func headers(
         for outcome: TrustOutcome, device: DeviceSignal? = nil, requestId: String, method: String, path: String,
         now: Int64

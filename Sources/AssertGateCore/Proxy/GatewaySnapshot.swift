@@ -10,8 +10,9 @@ public final class GatewaySnapshot: Sendable {
     let trustPrefixLower: [UInt8]
     /// `<prefix>Trust`, the header the passthrough gate adds.
     public let trustHeaderName: String
-    /// `<prefix>signature`, lower-cased: its value is new with every request.
-    let trustSignatureLower: [UInt8]
+    /// The trust signature's name (`trust.signingSecret` set), lower-cased:
+    /// its value is new with every request.
+    let trustSignatureLower: [UInt8]?
     /// `attestation.prefix` as bytes: every request's path is compared with it.
     let attestationPrefix: [UInt8]
     /// Renders a forwarded request's typed trust outcome as the headers of
@@ -92,10 +93,10 @@ public final class GatewaySnapshot: Sendable {
         self.upstreamTLS = upstreamTLS
         self.trustPrefixLower = Array(config.trust.headerPrefix.lowercased().utf8)
         self.trustHeaderName = config.trust.headerPrefix + "Trust"
-        self.trustSignatureLower = Array((config.trust.headerPrefix + "Signature").lowercased().utf8)
         self.attestationPrefix = Array(config.attestation.prefix.utf8)
         self.trustHeaders = TrustHeaderBuilder(
             prefix: config.trust.headerPrefix, signingSecret: config.trust.signingSecret?.value)
+        self.trustSignatureLower = trustHeaders.signatureHeaderName.map { Array($0.lowercased().utf8) }
         let h = config.attestation.headers
         // The device token goes with them (risk.md §6.7).
         self.assertionHeadersLower = [h.keyId, h.assertion, h.challenge, h.deviceToken].map { Array($0.lowercased().utf8) }

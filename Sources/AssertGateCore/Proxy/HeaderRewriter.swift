@@ -220,7 +220,7 @@ enum HeaderRewriter {
         out.addForwarding(
             xff: xff, forwarded: forwarded, client: request.clientAddress ?? "unknown", scheme: request.scheme)
         for (name, value) in extra {
-            if ASCII.equalsCI(name, lower: snapshot.trustSignatureLower) {
+            if let signature = snapshot.trustSignatureLower, ASCII.equalsCI(name, lower: signature) {
                 out.addUnique(name: name, value: value)
             } else {
                 out.add(name: name, value: value)

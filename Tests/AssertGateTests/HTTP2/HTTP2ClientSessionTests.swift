@@ -236,12 +236,18 @@ import Testing
     }
 
     private static let snapshot = GatewaySnapshot(config: GatewayConfig(listeners: [], apps: [], upstreams: [:], routes: []))
+    /// Trust headers signed (`trust.signingSecret`): they carry `X-AssertGate-Signature`.
+    private static let signingSnapshot: GatewaySnapshot = {
+        var c = GatewayConfig(listeners: [], apps: [], upstreams: [:], routes: [])
+        c.trust.signingSecret = Secret(source: .inline, value: "a test signing secret")
+        return GatewaySnapshot(config: c)
+    }()
     private static let route = RouteConfig(match: RouteMatch(kind: .prefix("/")), upstream: "u", mode: .passthrough)
 
     private static func rewritten(
         _ client: HTTPHeaders, address: String = "10.1.2.3", scheme: String = "https", checked: Bool = false,
         forwarding: ForwardingCache? = nil, requestId: String = "rid",
-        extra: [(name: String, value: String)] = [("X-AssertGate-Trust", "none")]
+        extra: [(name: String, value: String)] = [("X-AssertGate-Trust", "none")], snapshot: GatewaySnapshot = snapshot
     ) -> UpstreamH2Head? {
         var request = ProxyRequest(
             method: "GET", target: "/a", authority: nil, scheme: scheme, headers: client, requestId: requestId,
@@ -306,7 +312,8 @@ import Testing
             try #require(
                 Self.rewritten(
                     client, requestId: "\(n)-4c1e2d3a-5b6f-4a7b-8c9d-0e1f2a3b4c5d",
-                    extra: [("X-AssertGate-Trust", "none"), ("X-AssertGate-Signature", "v1;t=\(n);s=abcdef0123456789")]))
+                    extra: [("X-AssertGate-Trust", "none"), ("X-AssertGate-Signature", "v1;t=\(n);s=abcdef0123456789")],
+                    snapshot: Self.signingSnapshot))
         }
         var flagged: [String] = []
         let first = try head(1)
@@ -314,6 +321,14 @@ import Testing
             if never { flagged.append(String(decoding: first.bytes[s.nameStart..<s.nameStart + s.nameLength], as: UTF8.self)) }
         }
         #expect(flagged == ["x-request-id", "x-assertgate-signature"])
+        // Unsigned headers have no signature: a field of that name is then an ordinary one.
+        let unsigned = try #require(
+            Self.rewritten(client, extra: [("X-AssertGate-Trust", "none"), ("X-AssertGate-Signature", "spoof")]))
+        var unsignedFlagged: [String] = []
+        unsigned.forEachSpan { s, never in
+            if never { unsignedFlagged.append(String(decoding: unsigned.bytes[s.nameStart..<s.nameStart + s.nameLength], as: UTF8.self)) }
+        }
+        #expect(unsignedFlagged == ["x-request-id"])
 
         let pair = try HTTP2ClientSessionTests.Pair()
         _ = try pair.client.submitRequest(first, body: nil)
