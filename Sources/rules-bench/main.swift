@@ -17,6 +17,9 @@ func parseIterations() -> Int {
     while let arg = args.popFirst() {
         if arg == "--iterations", let n = args.popFirst().flatMap(Int.init), n > 0 {
             iterations = n
+        } else if arg == "--help" || arg == "-h" {
+            print("usage: rules-bench [--iterations N]")
+            exit(0)
         } else {
             FileHandle.standardError.write(Data("usage: rules-bench [--iterations N]\n".utf8))
             exit(2)

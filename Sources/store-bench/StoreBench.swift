@@ -44,25 +44,45 @@ struct StoreBench {
         var o = Options()
         var args = CommandLine.arguments.dropFirst()
         while let a = args.popFirst() {
-            if a == "--cluster" {
+            switch a {
+            case "--cluster":
                 o.cluster = true
                 continue
+            case "--help", "-h":
+                print(usageText)
+                exit(0)
+            default:
+                break
             }
-            let v = args.popFirst() ?? ""
+            // A value that is missing or not a positive number is a usage
+            // error, not a silent default.
+            guard let v = args.popFirst() else { usage() }
+            func count() -> Int {
+                guard let n = Int(v), n > 0 else { usage() }
+                return n
+            }
             switch a {
-            case "--inflight": o.inflight = Int(v) ?? o.inflight
-            case "--seconds": o.seconds = Int(v) ?? o.seconds
-            case "--rounds": o.rounds = Int(v) ?? o.rounds
-            case "--keys": o.keys = Int(v) ?? o.keys
+            case "--inflight": o.inflight = count()
+            case "--seconds": o.seconds = count()
+            case "--rounds": o.rounds = count()
+            case "--keys": o.keys = count()
             case "--redis-server": o.redisServer = v
             case "--redis-benchmark": o.redisBenchmark = v
             case "--tls": o.tlsDirectory = v
-            default:
-                print("usage: store-bench [--inflight N] [--seconds S] [--rounds R] [--keys K] [--tls DIR] [--cluster]")
-                exit(2)
+            default: usage()
             }
         }
         return o
+    }
+
+    static let usageText = """
+        usage: store-bench [--inflight N] [--seconds S] [--rounds R] [--keys K] [--tls DIR] [--cluster]
+                           [--redis-server PATH] [--redis-benchmark PATH]
+        """
+
+    static func usage() -> Never {
+        FileHandle.standardError.write(Data((usageText + "\n").utf8))
+        exit(2)
     }
 
     static func main() async throws {

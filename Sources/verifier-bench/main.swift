@@ -25,14 +25,19 @@ func parseOptions() -> Options {
             guard let value = args.popFirst() else { usage() }
             options.vectors = value
         case "--no-openssl": options.runOpenSSL = false
+        case "--help", "-h":
+            print(usageText)
+            exit(0)
         default: usage()
         }
     }
     return options
 }
 
+let usageText = "usage: verifier-bench [--seconds N] [--vectors DIR] [--no-openssl]"
+
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: verifier-bench [--seconds N] [--vectors DIR] [--no-openssl]\n".utf8))
+    FileHandle.standardError.write(Data((usageText + "\n").utf8))
     exit(2)
 }
 

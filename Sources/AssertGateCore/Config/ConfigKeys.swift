@@ -3,7 +3,7 @@ import Yams
 /// Every mapping of the configuration file and the keys accepted in it.
 /// `ConfigSectionParser` reads each mapping through `mapping(_:path:section:)`,
 /// which refuses any key not listed here, so this table is exactly what the
-/// parser accepts; `ConfigDocCoverageTests` fails when docs/config.md does not
+/// parser accepts; `DocCoverageTests` fails when docs/config.md does not
 /// name one of these keys at each of the section's `paths`.
 enum ConfigSection: String, CaseIterable, Sendable {
     case top

@@ -114,9 +114,13 @@ enum ASCII {
     }
 
     /// Case-insensitive equality with a lower-case literal.
+    /// A `String`'s bytes are read in place when they are contiguous (native
+    /// and small strings): a pointer loop, not the UTF-8 view's iterator,
+    /// which costs about as much again per byte on every header name checked.
     static func equalsLower<Bytes: Collection<UInt8>>(_ s: Bytes, _ lower: StaticString) -> Bool {
         guard s.count == lower.utf8CodeUnitCount else { return false }
         return lower.withUTF8Buffer { lit in
+            if let equal = s.withContiguousStorageIfAvailable({ equalsLower($0, lit) }) { return equal }
             var i = 0
             for b in s {
                 if ASCII.lower(b) != lit[i] { return false }
@@ -124,6 +128,17 @@ enum ASCII {
             }
             return true
         }
+    }
+
+    /// `s` and `lower` have the same count.
+    @inline(__always)
+    private static func equalsLower(_ s: UnsafeBufferPointer<UInt8>, _ lower: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i < s.count {
+            if ASCII.lower(s[i]) != lower[i] { return false }
+            i &+= 1
+        }
+        return true
     }
 
     /// Case-insensitive equality of `s` with `lower`, already lower-case.

@@ -1,7 +1,8 @@
 import Verifier
 
 /// The keys of risk.md §2 that act, in evaluation (table) order.
-/// `deviceBits` is parsed into `RuleSet` but acts only once DeviceCheck exists.
+/// `deviceBits` is not among them: it needs DeviceCheck's answer, which comes
+/// after the gate, so `DevicePolicy` applies it (last, as the table orders it).
 public enum RuleKey: Int, Sendable, CaseIterable {
     case environments, launchCategories, minAppVersion, keyPolicy, maxUserKeys, maxRiskMetric
 

@@ -1,3 +1,4 @@
+import AssertGateTestSupport
 import Foundation
 import NIOCore
 import NIOPosix
@@ -192,8 +193,12 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
 
 /// The same endpoints over a real socket, driven by curl.
 @Suite struct AdminServerTests {
-    static func curl(_ args: [String]) throws -> (status: Int, headers: [String: String], body: String) {
-        let result = try Subprocess.run("/usr/bin/curl", ["-sS", "-i", "--max-time", "10"] + args)
+    /// Awaited, never blocking: the admin listener answers through Swift
+    /// concurrency, so a blocking wait here (on one of the cooperative pool's
+    /// two threads, while another test holds the other) left it unable to
+    /// answer until curl gave up. `swift test` in parallel showed it.
+    static func curl(_ args: [String]) async throws -> (status: Int, headers: [String: String], body: String) {
+        let result = try await Run.tool("curl", ["-sS", "-i", "--max-time", "10"] + args)
         guard result.status == 0 else {
             Issue.record("curl failed: \(result.stderr)")
             return (0, [:], "")
@@ -221,48 +226,48 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
         #expect(server.port > 0)
         let base = "http://127.0.0.1:\(server.port)"
 
-        let health = try Self.curl(["-H", "X-Request-Id: my-req.1", "\(base)/healthz"])
+        let health = try await Self.curl(["-H", "X-Request-Id: my-req.1", "\(base)/healthz"])
         #expect(health.status == 200)
         #expect(health.headers["x-request-id"] == "my-req.1")
 
-        #expect(try Self.curl(["\(base)/readyz"]).status == 200)
+        #expect(try await Self.curl(["\(base)/readyz"]).status == 200)
         ready.store(false, ordering: .relaxed)
-        let notReady = try Self.curl(["\(base)/readyz"])
+        let notReady = try await Self.curl(["\(base)/readyz"])
         #expect(notReady.status == 503)
         #expect(notReady.headers["content-type"] == "application/problem+json")
         #expect(json(notReady.body)["requestId"] as? String == notReady.headers["x-request-id"])
 
-        let m = try Self.curl(["\(base)/metrics"])
+        let m = try await Self.curl(["\(base)/metrics"])
         #expect(m.status == 200)
         #expect(m.body.contains("assertgate_rejections_total{reason=\"bad-signature\"} 3\n"))
 
-        let noToken = try Self.curl(["\(base)/keys/\(keyIdURL)"])
+        let noToken = try await Self.curl(["\(base)/keys/\(keyIdURL)"])
         #expect(noToken.status == 401)
-        #expect(try Self.curl(["-H", "Authorization: Bearer nope", "\(base)/keys/\(keyIdURL)"]).status == 401)
-        let key = try Self.curl(["-H", "Authorization: Bearer tok-123", "\(base)/keys/\(keyIdURL)"])
+        #expect(try await Self.curl(["-H", "Authorization: Bearer nope", "\(base)/keys/\(keyIdURL)"]).status == 401)
+        let key = try await Self.curl(["-H", "Authorization: Bearer tok-123", "\(base)/keys/\(keyIdURL)"])
         #expect(key.status == 200)
         #expect(json(key.body)["appId"] as? String == "ABCDE12345.com.example.app")
-        let revoke = try Self.curl(["-X", "POST", "-H", "Authorization: Bearer tok-123", "\(base)/keys/\(keyIdURL)/revoke"])
+        let revoke = try await Self.curl(["-X", "POST", "-H", "Authorization: Bearer tok-123", "\(base)/keys/\(keyIdURL)/revoke"])
         #expect(revoke.status == 200)
         #expect(json(revoke.body)["revoked"] as? Bool == true)
-        #expect(try Self.curl(["-X", "POST", "-H", "Authorization: Bearer tok-123", "\(base)/reload"]).status == 200)
-        let missing = try Self.curl(["\(base)/missing"])
+        #expect(try await Self.curl(["-X", "POST", "-H", "Authorization: Bearer tok-123", "\(base)/reload"]).status == 200)
+        let missing = try await Self.curl(["\(base)/missing"])
         #expect(missing.status == 404)
         #expect(json(missing.body)["type"] as? String == "urn:assertgate:problem:no-route")
 
         // Keep-alive: two requests on one connection both answered.
-        let twice = try Subprocess.run("/usr/bin/curl", ["-sS", "--max-time", "10", "\(base)/healthz", "\(base)/healthz"])
+        let twice = try await Run.tool("curl", ["-sS", "--max-time", "10", "\(base)/healthz", "\(base)/healthz"])
         #expect(twice.stdout == #"{"status":"ok"}{"status":"ok"}"#)
 
         // HEAD answers headers only; an oversized body is refused and the connection closed.
-        let head = try Self.curl(["-I", "\(base)/healthz"])
+        let head = try await Self.curl(["-I", "\(base)/healthz"])
         #expect(head.status == 200)
         #expect(head.headers["content-length"] == "15")
         #expect(head.body.isEmpty)
         let dir = try TempDir()
         defer { dir.remove() }
         let big = try dir.write("big", String(repeating: "x", count: 70_000))
-        let tooLarge = try Self.curl(["-X", "POST", "--data-binary", "@\(big)", "\(base)/reload"])
+        let tooLarge = try await Self.curl(["-X", "POST", "--data-binary", "@\(big)", "\(base)/reload"])
         #expect(tooLarge.status == 413)
         #expect(tooLarge.headers["connection"] == "close")
         #expect(json(tooLarge.body)["reason"] as? String == "body-too-large")
@@ -272,19 +277,19 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
             (["-X", "NOT-A-METHOD"], 400, "malformed-request"),
             (["-H", "X-Big: " + String(repeating: "h", count: 100_000)], 431, "headers-too-large"),
         ] {
-            let bad = try Self.curl(args + ["\(base)/healthz"])
+            let bad = try await Self.curl(args + ["\(base)/healthz"])
             #expect(bad.status == status)
             #expect(bad.headers["content-type"] == "application/problem+json")
             #expect(bad.headers["connection"] == "close")
             #expect(json(bad.body)["reason"] as? String == reason)
             #expect(json(bad.body)["requestId"] as? String == bad.headers["x-request-id"])
         }
-        #expect(try Self.curl(["\(base)/healthz"]).status == 200)
+        #expect(try await Self.curl(["\(base)/healthz"]).status == 200)
 
         // A token replaced on reload takes effect.
         server.update(token: Secret(source: .inline, value: "tok-456"))
-        #expect(try Self.curl(["-H", "Authorization: Bearer tok-123", "\(base)/keys/\(keyIdURL)"]).status == 401)
-        #expect(try Self.curl(["-H", "Authorization: Bearer tok-456", "\(base)/keys/\(keyIdURL)"]).status == 200)
+        #expect(try await Self.curl(["-H", "Authorization: Bearer tok-123", "\(base)/keys/\(keyIdURL)"]).status == 401)
+        #expect(try await Self.curl(["-H", "Authorization: Bearer tok-456", "\(base)/keys/\(keyIdURL)"]).status == 200)
 
         try await server.close()
         try await group.shutdownGracefully()

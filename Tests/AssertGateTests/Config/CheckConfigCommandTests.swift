@@ -140,4 +140,18 @@ import Testing
         #expect(result.status == 0)
         #expect(result.stdout.contains("check-config"))
     }
+
+    /// docs/cli.md: every executable the package builds takes `--help`, prints
+    /// its usage and exits 0; an unknown option is a usage error (2).
+    @Test(arguments: ["assertgate", "assertgate-device", "verifier-bench", "store-bench", "rules-bench"])
+    func everyExecutableTakesHelp(_ name: String) throws {
+        let path = PackagePaths.productsDirectory + "/" + name
+        try #require(FileManager.default.isExecutableFile(atPath: path), "\(name) is not built at \(path)")
+        let help = try Subprocess.run(path, ["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.lowercased().contains("usage"))
+        let unknown = try Subprocess.run(path, ["--no-such-option"])
+        #expect(unknown.status == 2)
+        #expect(!unknown.stderr.isEmpty)
+    }
 }

@@ -258,8 +258,10 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         events.process { handle($0) }
     }
 
-    private func handle(_ event: HTTP2Session.Event) {
-        switch event {
+    /// Owns the event (as the front end's `handle` does): a response head's
+    /// fields are taken, not copied, and nothing is destroyed twice.
+    private func handle(_ event: consuming HTTP2Session.Event) {
+        switch consume event {
         case .response(let id, let head, let endStream):
             streams[id]?.receivedHead(head, endStream: endStream)
         case .headTooLarge(let id, _):
