@@ -78,6 +78,23 @@ extension Integration {
             try await h.stop()
         }
 
+        /// HTTP/1.1 pipelining behind a slow request: NIO's pipelining handler
+        /// hands each waiting request over while the one before writes its end.
+        /// A long run the gateway answers itself must not nest a call per
+        /// request (thousands crashed the process), and a request whose body
+        /// is still arriving must get the rest of it.
+        @Test func pipelinedRequestsBehindASlowOneAreAllServed() async throws {
+            let h = try await Harness.start(threads: 1)
+            let r = try await Self.run(["h1-pipelined", String(h.port), "1500"])
+            #expect(r["answered"] as? Int == 1501, "\(r)")
+            #expect(r["first"] as? Int == 200, "\(r)")
+            #expect((r["local"] as? [Int])?.count == 1, "\(r)")
+            #expect(r["upload"] as? Int == 200, "\(r)")
+            #expect(r["upload_body"] as? String == "{\"received_bytes\":4}\n", "\(r)")
+            #expect(h.upstream.truncatedBodies.withLockedValue { $0 } == 0)
+            try await h.stop()
+        }
+
         @Test func cancelledStreamClosesItsPausedUpstreamAndTheConnectionServesOn() async throws {
             let h = try await Harness.start(threads: 1)
             let client = Client(["h2-abandon", String(h.port), "reset"])

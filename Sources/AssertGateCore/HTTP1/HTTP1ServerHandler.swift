@@ -33,6 +33,19 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
 
     static let lingerTimeout: TimeAmount = .seconds(2)
 
+    /// A request NIO's pipelining handler delivered while the one before was
+    /// writing its end, before that one finished (it hands the next request
+    /// over from inside that write). Held and replayed in order once the
+    /// pipeline before it has finished: its head, body and end, or a parse
+    /// error. Replayed by a loop (`replayDeferred`), so a run of pipelined
+    /// requests answered at once does not nest one call per request.
+    private enum Deferred {
+        case part(HTTPServerRequestPart)
+        case error(any Error)
+    }
+    private var deferred = CircularBuffer<Deferred>()
+    private var replaying = false
+
     static let highWater = 512 << 10
     static let lowWater = 128 << 10
 
@@ -60,7 +73,20 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if lingering { return }
-        switch unwrapInboundIn(data) {
+        let part = unwrapInboundIn(data)
+        if case .head = part, pipeline != nil {
+            deferred.append(.part(part))
+            return
+        }
+        if !deferred.isEmpty {
+            deferred.append(.part(part))
+            return
+        }
+        handle(part)
+    }
+
+    private func handle(_ part: HTTPServerRequestPart) {
+        switch part {
         case .head(let head):
             timeouts?.requestHeadReceived()
             requestComplete = false
@@ -186,6 +212,27 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     func pipelineFinished() {
         pipeline = nil
         if !responding { resumeReads() }
+        replayDeferred()
+    }
+
+    /// Hands held requests on while no pipeline is running; a request answered
+    /// during its replay lets the loop go on rather than replaying from inside.
+    private func replayDeferred() {
+        guard !replaying, let context else { return }
+        replaying = true
+        defer { replaying = false }
+        while let next = deferred.first {
+            if lingering || !context.channel.isActive {
+                deferred.removeAll()
+                return
+            }
+            if case .part(.head) = next, pipeline != nil { return }
+            deferred.removeFirst()
+            switch next {
+            case .part(let part): handle(part)
+            case .error(let error): handleError(context: context, error: error)
+            }
+        }
     }
 
     private func resumeReads() {
@@ -238,6 +285,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     func channelInactive(context: ChannelHandlerContext) {
         writeStallTimer?.cancel()
         writeStallTimer = nil
+        deferred.removeAll()
         let p = pipeline
         pipeline = nil
         p?.downstreamAborted()
@@ -260,6 +308,14 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         if lingering { return }
+        if !deferred.isEmpty {
+            deferred.append(.error(error))
+            return
+        }
+        handleError(context: context, error: error)
+    }
+
+    private func handleError(context: ChannelHandlerContext, error: Error) {
         if error is HTTPParserError, let pipeline, !requestComplete {
             // The body could not be read (an invalid chunk size or line): the
             // pipeline answers 400 (or resets an answer under way) and closes

@@ -86,6 +86,56 @@ import Testing
         #expect(first.lowerBound < second.lowerBound)
     }
 
+    /// Runs the loop and returns what the gateway wrote (after an answer
+    /// given outside `exchange`, such as a hanging local handler's release).
+    private func drain(_ f: Fixture) throws -> String {
+        try f.exchange("")
+    }
+
+    /// The next request's head is delivered by NIO's pipelining handler while
+    /// the answered one writes its end, before that one has finished: the rest
+    /// of the next request's body, sent later, must still reach it.
+    @Test func aPipelinedRequestWhoseBodyComesLaterIsStillServed() throws {
+        let f = try Fixture()
+        // The first answer comes later (a hanging local handler), so the second
+        // request waits in the pipelining handler, its body only half sent.
+        let nothing = try f.exchange(
+            "POST /local/hang HTTP/1.1\r\nHost: gw\r\nContent-Length: 1\r\n\r\nx"
+                + "POST /local/b HTTP/1.1\r\nHost: gw\r\nContent-Length: 4\r\n\r\nwx")
+        #expect(statuses(nothing).isEmpty)
+        f.local.release()
+        let first = try drain(f)
+        #expect(statuses(first) == ["200"])
+        #expect(first.hasSuffix("late"))
+        let second = try f.exchange("yz")
+        #expect(statuses(second) == ["200"])
+        #expect(second.hasSuffix("len=4"))
+        #expect(f.local.calls == 2)
+        let third = try f.exchange("GET /local/c HTTP/1.1\r\nHost: gw\r\n\r\n")
+        #expect(statuses(third) == ["200"])
+    }
+
+    /// Many pipelined requests the gateway answers itself, waiting behind a
+    /// slow one: each is served after the one before has finished, in order,
+    /// without the call stack growing with their number.
+    @Test func manyPipelinedLocalAnswersBehindASlowOne() throws {
+        let f = try Fixture()
+        let n = 3000
+        let nothing = try f.exchange(
+            "GET /local/hang HTTP/1.1\r\nHost: gw\r\n\r\n"
+                + String(repeating: "GET /nowhere HTTP/1.1\r\nHost: gw\r\n\r\n", count: n))
+        #expect(statuses(nothing).isEmpty)
+        f.local.release()
+        var wire = ""
+        for _ in 0..<20 where statuses(wire).count < n + 1 { wire += try drain(f) }
+        let got = statuses(wire)
+        #expect(got.count == n + 1)
+        #expect(got.first == "200")
+        #expect(got.dropFirst().allSatisfy { $0 == "404" })
+        #expect(f.channel.isActive)
+        #expect(f.observer.summaries.count == n + 1)
+    }
+
     @Test func noRouteIsAProblemAndTheConnectionServesOn() throws {
         let f = try Fixture()
         let wire = try f.exchange("GET /nowhere HTTP/1.1\r\nHost: gw\r\n\r\n")

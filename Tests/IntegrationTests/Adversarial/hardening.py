@@ -167,6 +167,62 @@ def h1_raw(port, request):
     out(status=r[0] if r else 0, body=r[2] if r else "")
 
 
+class H1Reader:
+    """Responses read back to back from one connection (content-length bodies)."""
+
+    def __init__(self, s):
+        self.s, self.buf = s, b""
+
+    def _fill(self):
+        chunk = self.s.recv(65536)
+        if not chunk:
+            raise EOFError
+        self.buf += chunk
+
+    def response(self):
+        """(status, body), or None when the connection closed first."""
+        try:
+            while b"\r\n\r\n" not in self.buf:
+                self._fill()
+            head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+            lines = head.split(b"\r\n")
+            length = 0
+            for line in lines[1:]:
+                k, _, v = line.partition(b":")
+                if k.strip().lower() == b"content-length":
+                    length = int(v)
+            while len(self.buf) < length:
+                self._fill()
+            body, self.buf = self.buf[:length], self.buf[length:]
+            return int(lines[0].split(b" ")[1]), body.decode("latin-1")
+        except (EOFError, OSError):
+            return None
+
+
+def h1_pipelined(port, count):
+    """A slow request, then `count` requests the gateway answers itself, then
+    an upload whose body is half sent, all in one write: the later requests
+    wait in the gateway behind the slow one and are handed on as it ends.
+    Once every answer before the upload's is in, the rest of its body goes."""
+    s = connect(port)
+    s.settimeout(30)
+    local = b"GET /assertgate/v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+    s.sendall(b"GET /slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n" + local * count
+              + b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nConnection: close\r\n\r\nwx")
+    r = H1Reader(s)
+    statuses = []
+    for _ in range(count + 1):
+        got = r.response()
+        if got is None:
+            break
+        statuses.append(got[0])
+    if len(statuses) == count + 1:
+        s.sendall(b"yz")
+    last = r.response()
+    out(answered=len(statuses), first=statuses[0] if statuses else 0,
+        local=sorted(set(statuses[1:])), upload=last[0] if last else 0, upload_body=last[1] if last else "")
+
+
 def hold_slow(port, count, ms, source):  # noqa: D401
     """`count` connections from `source`, each GET /slow?ms=...; reports how
     many were answered 200."""
@@ -391,6 +447,8 @@ def main():
         h1_bad_chunk(port, args[0])
     elif mode == "h1-raw":
         h1_raw(port, args[0])
+    elif mode == "h1-pipelined":
+        h1_pipelined(port, int(args[0]))
     elif mode == "hold-slow":
         hold_slow(port, int(args[0]), int(args[1]), args[2])
     elif mode == "hold-body":
