@@ -95,6 +95,23 @@ extension Integration {
             try await h.stop()
         }
 
+        /// Request bodies the gateway holds while a slow gate decides (a store
+        /// lookup), on streams the client then cancels: their bytes are dropped,
+        /// and the connection's window must be given back for them, or a few
+        /// cancelled uploads leave the connection unable to send any body.
+        @Test func cancelledUploadsGiveTheConnectionWindowBack() async throws {
+            let h = try await Harness.start(threads: 1, hooks: GatewayHooks(makeGate: { SlowGate(eventLoop: $0) })) {
+                $0.limits.requestBodyTimeout = .seconds(3)
+            }
+            // Six cancelled 200 KiB uploads: more than the 1 MiB connection window.
+            let r = try await Self.run(["h2-reset-bodies", String(h.port), "6", String(200 << 10)])
+            #expect((r["cancelled"] as? Int ?? 0) >= 1 << 20, "\(r)")
+            #expect(r["sent"] as? Int == 200 << 10, "\(r)")
+            #expect(r["status"] as? Int == 200, "\(r)")
+            #expect((r["body"] as? String)?.contains("\"received_bytes\":\(200 << 10)") == true, "\(r)")
+            try await h.stop()
+        }
+
         @Test func cancelledStreamClosesItsPausedUpstreamAndTheConnectionServesOn() async throws {
             let h = try await Harness.start(threads: 1)
             let client = Client(["h2-abandon", String(h.port), "reset"])
@@ -339,6 +356,17 @@ final class HardeningObserver: RequestObserver, Sendable {
     let timeouts = NIOLockedValueBox<[RequestTimeoutKind]>([])
     func requestFinished(_ summary: RequestSummary) { summaries.withLockedValue { $0.append(summary) } }
     func timedOut(_ kind: RequestTimeoutKind) { timeouts.withLockedValue { $0.append(kind) } }
+}
+
+/// A gate that streams bodies and decides 50 ms after the head (as a store
+/// lookup does): bodies wait in the pipeline meanwhile.
+final class SlowGate: RequestGate {
+    let eventLoop: any EventLoop
+    init(eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+    func bodyPolicy(for request: ProxyRequest, route: RouteConfig) -> GateBodyPolicy { .stream }
+    func evaluate(_ request: ProxyRequest, route: RouteConfig, body: ByteBuffer?) -> GateOutcome {
+        .pending(eventLoop.scheduleTask(in: .milliseconds(50)) { GateDecision.forward(.none) }.futureResult)
+    }
 }
 
 /// A gate that buffers every body (as `bindBody` does) and forwards it.

@@ -187,11 +187,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         case .idle, .finished, .draining, .deciding(.local):
             sink.requestBodyConsumed(n)
         case .deciding(.gate), .leasing:
-            guard checkStreamLimit() else { return }
+            // A chunk past the limit is dropped: its bytes are given back.
+            guard checkStreamLimit() else { return sink.requestBodyConsumed(n) }
             bodyHeld += n
             pendingBody.append(buffer)
         case .forwarding(let conn):
-            guard checkStreamLimit() else { return }
+            guard checkStreamLimit() else { return sink.requestBodyConsumed(n) }
             bodyHeld += n
             writeBody(buffer, to: conn)
         }
@@ -573,10 +574,21 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         replayBody?.writeBuffer(&copy)
     }
 
+    /// Also when the client has gone: HTTP/2 gives the connection's window
+    /// back for a closed stream's bytes (the sink stays this request's while
+    /// the pipeline lives), and a connection that keeps other streams needs it.
     private func bodyTaken(_ n: Int) {
         bodyHeld -= n
-        guard !exchange.clientIsGone else { return }
         sink.requestBodyConsumed(n)
+    }
+
+    /// Drops what waits for the upstream and gives its window back.
+    private func dropPendingBody() {
+        var queued = 0
+        for b in pendingBody { queued += b.readableBytes }
+        pendingBody.removeAll()
+        bodyHeld -= queued
+        if queued > 0 { sink.requestBodyConsumed(queued) }
     }
 
     // MARK: answers
@@ -590,11 +602,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         stopBodyClock()
         // Whatever was queued for the upstream is discarded: give the window back.
-        var queued = 0
-        for b in pendingBody { queued += b.readableBytes }
-        pendingBody.removeAll()
-        bodyHeld -= queued
-        if queued > 0, !exchange.clientIsGone { sink.requestBodyConsumed(queued) }
+        dropPendingBody()
         bodyBuffer = nil
         bufferedForUpstream = nil
         replayBody = nil
@@ -656,8 +664,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         stage = .finished
         stopBodyClock()
         releaseBufferReservation()
-        // Anything still queued is dropped.
-        pendingBody.removeAll()
+        // Anything still queued is dropped, and its window given back (a client
+        // that reset its stream keeps the connection: it needs the window).
+        dropPendingBody()
         bufferedForUpstream = nil
         replayBody = nil
         bodyBuffer = nil

@@ -393,6 +393,81 @@ def h2_body(port, path, extra=()):
     out(status=status or 0, reset=reset, elapsed=time.monotonic() - start)
 
 
+def h2_reset_bodies(port, rounds, size):
+    """`rounds` uploads, each cancelled (RST_STREAM) right after as much of its
+    body as the windows allow, while the gateway still holds those bytes; then
+    one upload of `size` bytes sent whole, honouring flow control: it completes
+    only if the gateway gave the connection window of the cancelled ones back."""
+    c = H2(port)
+    windows = {0: 65535}
+    initial = [65535]
+
+    mine = []  # frames of the last stream, kept for the answer
+
+    def pump(seconds, until=None):
+        """Reads frames for up to `seconds` (or until `until()` holds), applying
+        window updates; every frame is looked at, none dropped."""
+        for f in c.frames(seconds):
+            if isinstance(f, SettingsFrame) and "ACK" not in f.flags:
+                v = f.settings.get(SettingsFrame.INITIAL_WINDOW_SIZE)
+                if v is not None:
+                    for k in windows:
+                        if k:
+                            windows[k] += v - initial[0]
+                    initial[0] = v
+            elif isinstance(f, WindowUpdateFrame):
+                if f.stream_id in windows:
+                    windows[f.stream_id] += f.window_increment
+            elif f.stream_id == 1 + 2 * rounds and isinstance(f, (HeadersFrame, DataFrame, RstStreamFrame)):
+                mine.append(f)
+            if until and until():
+                return
+
+    def send_body(sid, total, end, deadline):
+        sent = 0
+        while sent < total and time.monotonic() < deadline:
+            n = min(total - sent, windows[0], windows[sid], 16384)
+            if n <= 0:
+                pump(0.2)
+                continue
+            d = DataFrame(sid)
+            d.data = b"b" * n
+            sent += n
+            if end and sent == total:
+                d.flags.add("END_STREAM")
+            c.send(d)
+            windows[0] -= n
+            windows[sid] -= n
+        return sent
+
+    pump(0.3)  # the server's SETTINGS and its connection window
+    cancelled = 0
+    for r in range(rounds):
+        sid = 1 + 2 * r
+        windows[sid] = initial[0]
+        c.request(sid, "POST", "/upload", extra=[("content-length", str(size))], end_stream=False)
+        cancelled += send_body(sid, min(size, windows[0], windows[sid]), False, time.monotonic() + 1)
+        rst = RstStreamFrame(sid)
+        rst.error_code = 0x8
+        c.send(rst)
+    sid = 1 + 2 * rounds
+    windows[sid] = initial[0]
+    c.request(sid, "POST", "/upload", extra=[("content-length", str(size))], end_stream=False)
+    sent = send_body(sid, size, True, time.monotonic() + 10)
+
+    def answered():
+        return any(isinstance(f, RstStreamFrame) or "END_STREAM" in f.flags for f in mine)
+
+    pump(10, until=answered)
+    status, body = None, b""
+    for f in mine:
+        if isinstance(f, HeadersFrame) and status is None:
+            status = c.status_of(f)
+        elif isinstance(f, DataFrame):
+            body += f.data
+    out(cancelled=cancelled, sent=sent, status=status or 0, body=body.decode("latin-1"))
+
+
 def h2_head_only(port, path, extra_json="[]"):
     c = H2(port)
     start = time.monotonic()
@@ -459,6 +534,8 @@ def main():
         h2_window_zero(port, int(args[0]))
     elif mode == "h2-body":
         h2_body(port, args[0])
+    elif mode == "h2-reset-bodies":
+        h2_reset_bodies(port, int(args[0]), int(args[1]))
     elif mode == "h2-head-only":
         h2_head_only(port, args[0], args[1] if len(args) > 1 else "[]")
     elif mode == "h2-huge-field":
