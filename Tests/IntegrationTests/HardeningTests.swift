@@ -112,6 +112,37 @@ extension Integration {
             try await h.stop()
         }
 
+        /// Requests queued for a busy upstream whose clients reset them: the
+        /// queue lets them go (at the next sweep, and skips them when a
+        /// connection frees), so they hold no memory, cost no connect, and
+        /// thousands of them no longer overflow the stack when the connection
+        /// is handed on (each was handed it and gave it back, nested).
+        @Test func resetRequestsLeaveTheUpstreamQueue() async throws {
+            let h = try await Harness.start(threads: 1) {
+                $0.upstreams["legacy"]?.maxConnectionsPerEndpoint = 1
+                $0.upstreams["legacy"]?.maxConnectionsPerClient = 1
+            }
+            // The only upstream connection, held by a slow request.
+            let slow = Task { try await Run.tool("curl", ["-sS", "--http1.1", "\(h.base)/slow?ms=4000"]) }
+            #expect(try await Self.eventually(within: 10) { h.upstream.requests.count == 1 })
+            let r = try await Self.run(["h2-reset-waiting", String(h.port), "4", "500"])
+            #expect(r["sent"] as? Int == 2000, "\(r)")
+            // Gone within a sweep or two (they stayed until the connection was
+            // free, then were each handed it, nested), while the slow request
+            // still holds the connection.
+            #expect(try await Self.eventuallyAsync(within: 1.5) { try await h.gateway.queuedUpstreamWaiters() == 0 })
+            #expect(h.upstream.requests.count == 1)
+            // A request that stays waits, and gets the connection next.
+            let next = Task { try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/hello"]) }
+            #expect(try await Self.eventuallyAsync(within: 5) { try await h.gateway.queuedUpstreamWaiters() == 1 })
+            let answered = try await slow.value
+            #expect(answered.stdout == "slow\n", "\(answered.stderr)")
+            let served = try await next.value
+            #expect(served.stdout == TestUpstream.hello, "\(served.stderr)")
+            #expect(h.upstream.requests.count == 2)
+            try await h.stop()
+        }
+
         @Test func cancelledStreamClosesItsPausedUpstreamAndTheConnectionServesOn() async throws {
             let h = try await Harness.start(threads: 1)
             let client = Client(["h2-abandon", String(h.port), "reset"])

@@ -685,6 +685,11 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     // MARK: UpstreamExchangeDelegate
 
+    var awaitsLease: Bool {
+        if case .leasing = stage { return true }
+        return false
+    }
+
     func upstreamLeased(_ connection: any UpstreamExchange) {
         guard case .leasing = stage, let head = upstreamHead else {
             connection.releaseUnused()

@@ -223,6 +223,16 @@ public final class Gateway: Sendable {
         return total
     }
 
+    /// Requests queued for an upstream connection or stream slot right now,
+    /// summed over the workers' pools (tests: departed ones must not stay).
+    public func queuedUpstreamWaiters() async throws -> Int {
+        var total = 0
+        for (_, box) in workers {
+            total += try await box.eventLoop.submit { box.value.upstreams.waiterCount }.get()
+        }
+        return total
+    }
+
     /// Stops accepting, sends GOAWAY / `Connection: close`, waits for in-flight
     /// requests up to `deadline`, then closes what is left.
     public func shutdown(deadline: NIODeadline) async {

@@ -14,6 +14,15 @@ protocol UpstreamExchangeDelegate: AnyObject {
     func upstreamResponseEnd()
     /// The exchange failed after the lease (before or during the response).
     func upstreamFailed(_ error: UpstreamError)
+    /// Still waiting for its lease. A request whose client left (or that was
+    /// answered) while it waited says no: the pools skip it when they serve
+    /// and drop it at their next sweep, rather than keep it (and its head)
+    /// queued until its deadline or hand it a connection it would give back.
+    var awaitsLease: Bool { get }
+}
+
+extension UpstreamExchangeDelegate {
+    var awaitsLease: Bool { true }
 }
 
 /// One HTTP/1.1 keep-alive connection to an endpoint, loop-confined.

@@ -130,6 +130,11 @@ final class UpstreamPool {
         }
     }
 
+    /// Requests waiting in this worker's endpoint pools (tests).
+    var waiterCount: Int {
+        endpoints.values.reduce(0) { $0 + $1.waiterCount } + h2Endpoints.values.reduce(0) { $0 + $1.waiterCount }
+    }
+
     /// HTTP/2 connections open to `upstream` on this worker (tests, benchmarks).
     func h2ConnectionCount(upstream: String) -> Int {
         h2Endpoints.filter { $0.key.upstream == upstream }.reduce(0) { $0 + $1.value.connectionCount }
@@ -420,11 +425,13 @@ final class EndpointPool {
         serveWaiter()
     }
 
-    /// The oldest waiter whose client is under its share (FIFO otherwise).
+    /// The oldest waiter whose client is under its share (FIFO otherwise);
+    /// departed ones at the front are dropped on the way.
     private func popEligibleWaiter() -> Waiter? {
+        while let first = waiters.first, first.departed { waiters.removeFirst() }
         guard !waiters.isEmpty else { return nil }
         let cap = limits.perClient
-        guard let i = waiters.firstIndex(where: { shares.count($0.client) < cap }) else { return nil }
+        guard let i = waiters.firstIndex(where: { !$0.departed && shares.count($0.client) < cap }) else { return nil }
         return waiters.remove(at: i)
     }
 
@@ -457,6 +464,8 @@ final class EndpointPool {
     }
 
     func expireWaiters(now: NIODeadline) { waiters.failExpired(now: now) }
+
+    var waiterCount: Int { waiters.count }
 
     /// Sweep: connections whose exchange is overdue or stalled.
     func collectTimedOut(now: NIODeadline, into out: inout [UpstreamConnection]) {

@@ -30,14 +30,21 @@ extension UpstreamTLS {
     }
 }
 
+extension UpstreamWaiter {
+    /// Its request no longer waits (its client left, or it was answered).
+    var departed: Bool { !delegate.awaitsLease }
+}
+
 extension CircularBuffer where Element == UpstreamWaiter {
     /// Sweep: waiters past their deadline leave the queue, in order, and are
-    /// told `queueTimeout` (after the queue is consistent again).
+    /// told `queueTimeout` (after the queue is consistent again); departed
+    /// ones just leave (so a client that queues requests and resets them
+    /// holds nothing for longer than a sweep).
     mutating func failExpired(now: NIODeadline) {
-        guard contains(where: { $0.deadline <= now }) else { return }
+        guard contains(where: { $0.deadline <= now || $0.departed }) else { return }
         var expired: [UpstreamWaiter] = []
         var kept = CircularBuffer<UpstreamWaiter>(initialCapacity: count)
-        for w in self {
+        for w in self where !w.departed {
             if w.deadline <= now { expired.append(w) } else { kept.append(w) }
         }
         self = kept

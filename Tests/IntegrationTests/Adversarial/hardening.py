@@ -468,6 +468,32 @@ def h2_reset_bodies(port, rounds, size):
     out(cancelled=cancelled, sent=sent, status=status or 0, body=body.decode("latin-1"))
 
 
+def h2_reset_waiting(port, conns, per):
+    """`conns` connections, each sending `per` requests (HEADERS with
+    END_STREAM) each followed at once by its RST_STREAM, in one write: every
+    request queues for the (held) upstream connection and leaves."""
+    sent = 0
+    for _ in range(conns):
+        c = H2(port)
+        out_bytes = b""
+        for i in range(per):
+            sid = 1 + 2 * i
+            f = HeadersFrame(sid)
+            f.data = c.enc.encode([(":method", "GET"), (":scheme", "http"), (":authority", "127.0.0.1"),
+                                   (":path", "/hello")])
+            f.flags.add("END_HEADERS")
+            f.flags.add("END_STREAM")
+            r = RstStreamFrame(sid)
+            r.error_code = 0x8
+            out_bytes += f.serialize() + r.serialize()
+        c.s.sendall(out_bytes)
+        sent += per
+        for _ in c.frames(0.3):  # its SETTINGS; the resets are taken by now
+            pass
+        c.s.close()
+    out(sent=sent)
+
+
 def h2_head_only(port, path, extra_json="[]"):
     c = H2(port)
     start = time.monotonic()
@@ -536,6 +562,8 @@ def main():
         h2_body(port, args[0])
     elif mode == "h2-reset-bodies":
         h2_reset_bodies(port, int(args[0]), int(args[1]))
+    elif mode == "h2-reset-waiting":
+        h2_reset_waiting(port, int(args[0]), int(args[1]))
     elif mode == "h2-head-only":
         h2_head_only(port, args[0], args[1] if len(args) > 1 else "[]")
     elif mode == "h2-huge-field":

@@ -97,6 +97,7 @@ final class H2EndpointPool {
         var skipped = CircularBuffer<Waiter>()
         let cap = limits.perClient
         while let w = waiters.popFirst() {
+            if w.departed { continue }
             guard shares.count(w.client) < cap else {
                 skipped.append(w)
                 continue
@@ -120,7 +121,7 @@ final class H2EndpointPool {
     private func connectIfNeeded() {
         guard !waiters.isEmpty, let config else { return }
         let cap = limits.perClient
-        let eligible = waiters.reduce(0) { $0 + (shares.count($1.client) < cap ? 1 : 0) }
+        let eligible = waiters.reduce(0) { $0 + (!$1.departed && shares.count($1.client) < cap ? 1 : 0) }
         let coming = connecting * max(1, config.maxStreamsPerConnection)
         guard eligible > coming, canOpenConnection else { return }
         connect(config: config)
@@ -253,6 +254,8 @@ final class H2EndpointPool {
     }
 
     // MARK: sweep
+
+    var waiterCount: Int { waiters.count }
 
     func sweep(now: NIODeadline) {
         let responseTimeout = limits.responseTimeout
