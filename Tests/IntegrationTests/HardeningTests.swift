@@ -234,6 +234,34 @@ extension Integration {
             try await up.stop()
         }
 
+        /// An upstream that takes the head and then reads no more: the body
+        /// fills the sockets, the client is held back, and the gateway (which
+        /// is behind, so the client's body clock waits) must answer
+        /// `504 upstream-timeout` after the response timeout rather than wait
+        /// for ever.
+        @Test(arguments: ["--http2-prior-knowledge", "--http1.1"])
+        func anUpstreamThatStopsTakingTheBodyIsAnswered504(_ proto: String) async throws {
+            let up = try await ScriptedUpstream(answers: [:], stopReading: ["/deaf"])
+            let h = try await Harness.start(
+                upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)], responseTimeout: .seconds(1),
+                threads: 1)
+            let body = NSTemporaryDirectory() + "assertgate-deaf-\(UUID().uuidString)"
+            // Far more than the sockets and the gateway's windows hold.
+            #expect(FileManager.default.createFile(atPath: body, contents: Data(count: 48 << 20)))
+            defer { try? FileManager.default.removeItem(atPath: body) }
+            let started = Date()
+            let r = try await Run.tool("curl", [
+                "-sS", proto, "-m", "20", "-o", "/dev/null", "-w", "%{http_code}", "--data-binary", "@\(body)",
+                "\(h.base)/deaf",
+            ])
+            let waited = Date().timeIntervalSince(started)
+            #expect(r.stdout == "504", "\(r.stdout) \(r.stderr)")
+            #expect(waited < 10, "answered after \(waited) s")
+            #expect(up.requests == ["POST /deaf"])
+            try await h.stop()
+            try await up.stop()
+        }
+
         // MARK: fairness and readiness
 
         @Test func oneClientAddressCannotTakeEveryUpstreamConnection() async throws {

@@ -82,12 +82,20 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// Body bytes received and not yet taken by the upstream (queued, or
     /// written and not yet flushed): the gateway, not the client, is behind.
     private var bodyHeld = 0
+    /// When the upstream last took body bytes (or was leased): an upstream
+    /// that takes none for the request's response timeout while the client
+    /// is held back by them is answered `504 upstream-timeout`, as nginx's
+    /// `proxy_send_timeout` does. The response deadline starts only once the
+    /// request is sent, and the body clock waits while the gateway is behind.
+    private var upstreamTookBodyAt: NIODeadline?
+    private var upstreamSendTimeout: TimeAmount = .seconds(30)
     /// The global body limits, or the route's own (`routes[].limits`) once it is known.
     private var bodyLimits: BodyLimits
     /// The key an operator raises when a body is over `bodyLimits.maxBytes`.
     private var bodyLimitName = "limits.maxRequestBodyBytes"
     private var bodyClock: BodyClock?
     private var bodyTimer: Scheduled<Void>?
+    private var bodyTimerDeadline: NIODeadline?
     /// The route's DeviceCheck work (risk.md §3): started with the head, in
     /// parallel with the body and the assertion; nil once arrived or unused.
     private var device: DeviceCheckOutcome?
@@ -304,10 +312,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private func stopBodyClock() {
         bodyTimer?.cancel()
         bodyTimer = nil
+        bodyTimerDeadline = nil
         bodyClock = nil
     }
 
     private func armBodyTimer(_ deadline: NIODeadline) {
+        bodyTimerDeadline = deadline
         let bound = NIOLoopBound(self, eventLoop: worker.eventLoop)
         bodyTimer = worker.eventLoop.scheduleTask(deadline: deadline) { bound.value.bodyTimerFired() }
     }
@@ -316,17 +326,36 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         bodyTimer = nil
         guard var clock = bodyClock, !exchange.requestIsComplete, !isFinished else { return }
         let now = worker.eventLoop.now
+        var upstreamDue: NIODeadline?
         if gatewayIsBehind {
             // The body waits on the gateway (a store answer, a free upstream
             // connection, an upstream slow to take it): not the client's fault.
             clock.restart(now: now, received: bodyReceived)
+            if case .forwarding = stage, let took = upstreamTookBodyAt {
+                let due = took + upstreamSendTimeout
+                guard due > now else { return upstreamStoppedTakingBody() }
+                upstreamDue = due
+            }
         }
-        let due = clock.deadline(received: bodyReceived)
+        var due = clock.deadline(received: bodyReceived)
+        if let upstreamDue { due = min(due, upstreamDue) }
         bodyClock = clock
         if due > now { return armBodyTimer(due) }
         bodyClock = nil
         worker.observer?.timedOut(.requestBody)
         if exchange.responseStarted { fail() } else { answer(Rejection(.requestTimeout, "request body too slow")) }
+    }
+
+    /// The upstream took none of the body for the response timeout while the
+    /// client waited on it: the upstream is at fault, as for a late answer.
+    private func upstreamStoppedTakingBody() {
+        bodyClock = nil
+        let waited = DurationParser.format(upstreamSendTimeout)
+        if exchange.responseStarted {
+            fail()
+        } else {
+            answer(Rejection(.upstreamTimeout, "the upstream took none of the request body for \(waited)"))
+        }
     }
 
     private var gatewayIsBehind: Bool {
@@ -544,6 +573,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         {
             responseTimeout = cap
         }
+        upstreamSendTimeout = responseTimeout ?? resolved.config.responseTimeout
         worker.upstreams.lease(
             name: route.upstream, config: resolved.config, tls: resolved.tls,
             client: request.clientAddress, responseTimeout: responseTimeout, delegate: self)
@@ -579,6 +609,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// the pipeline lives), and a connection that keeps other streams needs it.
     private func bodyTaken(_ n: Int) {
         bodyHeld -= n
+        if n > 0, upstreamTookBodyAt != nil { upstreamTookBodyAt = worker.eventLoop.now }
         sink.requestBodyConsumed(n)
     }
 
@@ -696,6 +727,14 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             return
         }
         stage = .forwarding(connection)
+        let now = worker.eventLoop.now
+        upstreamTookBodyAt = now
+        // The body clock's timer also watches the upstream taking the body:
+        // it must fire by the send timeout (it re-arms itself from there).
+        if bodyClock != nil, let armed = bodyTimerDeadline, armed > now + upstreamSendTimeout {
+            bodyTimer?.cancel()
+            armBodyTimer(now + upstreamSendTimeout)
+        }
         // Kept for bodiless requests (they may be replayed on a stale keep-alive
         // connection) and for bodies kept whole for an HTTP/2 replay.
         if !bodyInfo.isEmpty, !keepForReplay { upstreamHead = nil }

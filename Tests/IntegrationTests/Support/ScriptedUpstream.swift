@@ -17,8 +17,13 @@ final class ScriptedUpstream: Sendable {
     var requests: [String] { seen.withLockedValue { $0 } }
 
     /// `closeAfter`: paths whose answer is followed by closing the connection;
-    /// `resetAfter`: by resetting it (SO_LINGER 0, so the peer reads an RST).
-    init(answers: [String: String], closeAfter: Set<String> = [], resetAfter: Set<String> = []) async throws {
+    /// `resetAfter`: by resetting it (SO_LINGER 0, so the peer reads an RST);
+    /// `stopReading`: paths whose head is the last thing read on the
+    /// connection (no answer: the request body fills the sockets and stays).
+    init(
+        answers: [String: String], closeAfter: Set<String> = [], resetAfter: Set<String> = [],
+        stopReading: Set<String> = []
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let accepted = self.accepted
         let seen = self.seen
@@ -28,7 +33,9 @@ final class ScriptedUpstream: Sendable {
                 accepted.withLockedValue { $0 += 1 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        Handler(answers: answers, closeAfter: closeAfter, resetAfter: resetAfter, seen: seen))
+                        Handler(
+                            answers: answers, closeAfter: closeAfter, resetAfter: resetAfter, stopReading: stopReading,
+                            seen: seen))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -47,17 +54,24 @@ final class ScriptedUpstream: Sendable {
         let answers: [String: String]
         let closeAfter: Set<String>
         let resetAfter: Set<String>
+        let stopReading: Set<String>
         let seen: NIOLockedValueBox<[String]>
         var received: [UInt8] = []
+        var deaf = false
 
-        init(answers: [String: String], closeAfter: Set<String>, resetAfter: Set<String>, seen: NIOLockedValueBox<[String]>) {
+        init(
+            answers: [String: String], closeAfter: Set<String>, resetAfter: Set<String>, stopReading: Set<String>,
+            seen: NIOLockedValueBox<[String]>
+        ) {
             self.answers = answers
             self.closeAfter = closeAfter
             self.resetAfter = resetAfter
+            self.stopReading = stopReading
             self.seen = seen
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if deaf { return }
             received += Array(buffer: unwrapInboundIn(data))
             // One request head at a time (the tests send no bodies).
             while let end = received.firstRange(of: Array("\r\n\r\n".utf8)) {
@@ -66,6 +80,11 @@ final class ScriptedUpstream: Sendable {
                 let words = head.split(separator: " ")
                 let path = words.dropFirst().first.map(String.init) ?? ""
                 seen.withLockedValue { $0.append("\(words.first ?? "") \(path)") }
+                if stopReading.contains(path) {
+                    deaf = true
+                    context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+                    return
+                }
                 let answer = answers[path] ?? "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
                 let write = context.writeAndFlush(NIOAny(ByteBuffer(string: answer)))
                 if closeAfter.contains(path) || resetAfter.contains(path) {
