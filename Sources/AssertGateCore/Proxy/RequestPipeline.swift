@@ -87,8 +87,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// is held back by them is answered `504 upstream-timeout`, as nginx's
     /// `proxy_send_timeout` does. The response deadline starts only once the
     /// request is sent, and the body clock waits while the gateway is behind.
+    /// Seen by the body timer when it fires (no clock read per chunk):
+    /// `bodyTakenTotal` moved since the last look means progress then.
     private var upstreamTookBodyAt: NIODeadline?
     private var upstreamSendTimeout: TimeAmount = .seconds(30)
+    private var bodyTakenTotal = 0
+    private var bodyTakenSeen = 0
     /// The global body limits, or the route's own (`routes[].limits`) once it is known.
     private var bodyLimits: BodyLimits
     /// The key an operator raises when a body is over `bodyLimits.maxBytes`.
@@ -331,7 +335,12 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             // The body waits on the gateway (a store answer, a free upstream
             // connection, an upstream slow to take it): not the client's fault.
             clock.restart(now: now, received: bodyReceived)
-            if case .forwarding = stage, let took = upstreamTookBodyAt {
+            if case .forwarding = stage, var took = upstreamTookBodyAt {
+                if bodyTakenTotal != bodyTakenSeen {
+                    bodyTakenSeen = bodyTakenTotal
+                    took = now
+                    upstreamTookBodyAt = now
+                }
                 let due = took + upstreamSendTimeout
                 guard due > now else { return upstreamStoppedTakingBody() }
                 upstreamDue = due
@@ -609,7 +618,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// the pipeline lives), and a connection that keeps other streams needs it.
     private func bodyTaken(_ n: Int) {
         bodyHeld -= n
-        if n > 0, upstreamTookBodyAt != nil { upstreamTookBodyAt = worker.eventLoop.now }
+        bodyTakenTotal &+= n
         sink.requestBodyConsumed(n)
     }
 
@@ -727,13 +736,16 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             return
         }
         stage = .forwarding(connection)
-        let now = worker.eventLoop.now
-        upstreamTookBodyAt = now
-        // The body clock's timer also watches the upstream taking the body:
-        // it must fire by the send timeout (it re-arms itself from there).
-        if bodyClock != nil, let armed = bodyTimerDeadline, armed > now + upstreamSendTimeout {
-            bodyTimer?.cancel()
-            armBodyTimer(now + upstreamSendTimeout)
+        if bodyClock != nil {
+            // The body clock's timer also watches the upstream taking the body:
+            // it must fire by the send timeout (it re-arms itself from there).
+            let now = worker.eventLoop.now
+            upstreamTookBodyAt = now
+            bodyTakenSeen = bodyTakenTotal
+            if let armed = bodyTimerDeadline, armed > now + upstreamSendTimeout {
+                bodyTimer?.cancel()
+                armBodyTimer(now + upstreamSendTimeout)
+            }
         }
         // Kept for bodiless requests (they may be replayed on a stale keep-alive
         // connection) and for bodies kept whole for an HTTP/2 replay.
