@@ -16,9 +16,17 @@ public struct RESPLimits: Sendable, Equatable {
     /// Longest header or simple line (`+`, `-`, `:`, `$`, `*`) without CRLF.
     public var maxLineLength: Int
 
+    /// The defaults fit the largest replies the gateway asks for: `CLUSTER
+    /// SLOTS` of a cluster resharded into many slot ranges (up to one array
+    /// per hash slot, 16,384, each with its nodes), a DeviceCheck claim of
+    /// `updateBatch` (≤ 1000) updates at three elements each. Sets of any
+    /// size are read with `SSCAN`. A reply over a limit closes the connection
+    /// and fails every command on it, so a limit a real reply can reach is a
+    /// bug, not a defence; memory stays bounded by `maxReplyBytes` and the
+    /// elements' count (hiredis allocates a pointer per declared element).
     public init(
-        maxBulkLength: Int = 1 << 20, maxArrayCount: Int = 1024, maxDepth: Int = 4,
-        maxReplyBytes: Int = 4 << 20, maxTotalElements: Int = 4096, maxLineLength: Int = 4096
+        maxBulkLength: Int = 1 << 20, maxArrayCount: Int = 16_384, maxDepth: Int = 4,
+        maxReplyBytes: Int = 8 << 20, maxTotalElements: Int = 1 << 19, maxLineLength: Int = 4096
     ) {
         self.maxBulkLength = maxBulkLength
         self.maxArrayCount = maxArrayCount

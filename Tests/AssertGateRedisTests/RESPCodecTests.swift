@@ -78,6 +78,26 @@ import Testing
         #expect(!ch.isActive)
     }
 
+    /// The defaults take the largest replies the gateway asks for: a claim of
+    /// 1000 DeviceCheck updates (3 × 1000 elements in one array) and
+    /// `CLUSTER SLOTS` of a cluster resharded into 2,000 slot ranges, each
+    /// with a master and two replicas. Smaller defaults refused them and
+    /// closed the connection with every command on it.
+    @Test func theDefaultsTakeTheGatewaysLargestReplies() throws {
+        let ch = try decoderChannel()
+        try feed(ch, "*3000\r\n" + String(repeating: "$2\r\nid\r\n", count: 3000))
+        let claim = try replies(ch)
+        #expect(claim.count == 1)
+        if case .array(let items) = claim.first { #expect(items.count == 3000) } else { Issue.record("not an array") }
+        let node = "*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$40\r\n" + String(repeating: "f", count: 40) + "\r\n"
+        var slots = "*2000\r\n"
+        for i in 0..<2000 { slots += "*5\r\n:\(i * 8)\r\n:\(i * 8 + 7)\r\n" + node + node + node }
+        try feed(ch, slots)
+        let topology = try replies(ch)
+        if case .array(let ranges) = topology.first { #expect(ranges.count == 2000) } else { Issue.record("not an array") }
+        #expect(ch.isActive)
+    }
+
     @Test func nestingDeeperThanTheLimitIsRefused() throws {
         let ch = try decoderChannel(RESPLimits(maxDepth: 3))
         #expect(throws: RESPDecodingError.tooDeep) { try feed(ch, "*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n") }

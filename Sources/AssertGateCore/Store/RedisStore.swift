@@ -187,9 +187,7 @@ public final class RedisStore: Store {
     /// the repair of a user's counts (`newKey` nil: every member gets the
     /// count, approximate or not, so the repair happens once). → the count.
     private func spreadUserKeyCount(set: String, uid: String, newKey k: String?) -> EventLoopFuture<Int> {
-        redis.send(key: set, RESPCommand("SMEMBERS", .string(set))).flatMap { reply in
-            guard case .array(let replies) = reply else { return self.failed(Self.unexpected(reply, "SMEMBERS")) }
-            let members = replies.compactMap(\.string)
+        allMembers(set).flatMap { members in
             guard members.count <= Self.maxUserKeysCounted else {
                 return self.raiseUserKeyCount(of: k.map { [$0] } ?? members, to: members.count)
             }
@@ -365,12 +363,33 @@ public final class RedisStore: Store {
     /// cluster the set may name a key whose registration failed: callers
     /// keep only records that carry this userId.
     private func userMembers(_ userId: String) -> EventLoopFuture<[String]> {
-        let set = Self.userSet(userId)
-        return redis.send(key: set, RESPCommand("SMEMBERS", .string(set))).flatMapThrowing { reply in
-            guard case .array(let members) = reply else { throw Self.unexpected(reply, "SMEMBERS") }
-            return members.compactMap(\.string).sorted()
-        }
+        allMembers(Self.userSet(userId)).map { $0.sorted() }
     }
+
+    /// Every member of `set`, by `SSCAN`: each reply carries about
+    /// `sscanCount` members, so a user with any number of keys stays within
+    /// the client's reply limits (one `SMEMBERS` reply of a big set was
+    /// refused, and closed the connection with every command on it).
+    /// Members a rehash returns twice are counted once.
+    private func allMembers(_ set: String) -> EventLoopFuture<[String]> {
+        sscan(set, cursor: "0", found: [])
+    }
+
+    private func sscan(_ set: String, cursor: String, found: Set<String>) -> EventLoopFuture<[String]> {
+        redis.send(key: set, RESPCommand("SSCAN", .string(set), .string(cursor), "COUNT", .integer(Self.sscanCount)))
+            .flatMap { reply in
+                guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].string,
+                    case .array(let members) = parts[1]
+                else { return self.failed(Self.unexpected(reply, "SSCAN")) }
+                var found = found
+                for m in members { if let text = m.string { found.insert(text) } }
+                if next == "0" { return self.eventLoop.makeSucceededFuture(Array(found)) }
+                return self.sscan(set, cursor: next, found: found)
+            }
+    }
+
+    /// Well under the client's 16,384 elements a reply (`RESPLimits`).
+    static let sscanCount: Int64 = 512
 
     private static func keyId(member: String) -> [UInt8]? {
         guard let id = try? Base64.decode(member, maxLength: 64), id.count == 32 else { return nil }

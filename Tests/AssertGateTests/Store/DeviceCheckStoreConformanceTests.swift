@@ -96,6 +96,19 @@ struct DeviceCheckStoreConformanceTests {
         }
     }
 
+    /// `deviceCheck.updateBatch` allows 1000: a claim that large is one reply
+    /// of 3,000 elements, which the client's limits must take.
+    @Test(arguments: StoreBackend.allCases)
+    func aClaimOfTheLargestBatchIsRead(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let updates = (0..<1000).map { _ in Self.update() }
+            for u in updates { try await h.store.enqueueDeviceBitUpdate(u).get() }
+            let batch = try await h.store.claimDeviceBitUpdates(nowMillis: Self.t0 + 100, leaseMillis: 60_000, limit: 1000).get()
+            #expect(batch.count == 1000)
+            #expect(Set(batch.map(\.id)) == Set(updates.map(\.id)))
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func twoConsumersNeverClaimTheSameUpdateWithinALease(_ backend: StoreBackend) async throws {
         try await withStore(backend, loops: 2) { h in

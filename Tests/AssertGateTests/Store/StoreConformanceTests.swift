@@ -65,6 +65,30 @@ struct StoreConformanceTests {
         }
     }
 
+    /// A user with more keys than one reply may carry (the set is read with
+    /// SSCAN): listed (at most 1000) and every key revoked, and registering
+    /// another key still works (on a cluster that reads the set too).
+    @Test(arguments: StoreBackend.allCases)
+    func aUserWithThousandsOfKeysIsListedAndRevoked(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let user = "many-\(UInt32.random(in: 0...UInt32.max))"
+            let keys = (0..<1500).map { _ in Fixtures.newKey(userId: user) }
+            for key in keys { _ = try await Fixtures.register(key, in: h.store) }
+            let listed = try #require(try await h.store.userKeys(userId: user).get())
+            #expect(listed.count == 1000)
+            let order = listed.map { Verifier.Base64.encodeURL($0.keyId) }
+            #expect(order == order.sorted())
+            let revoked = try #require(try await h.store.revokeUser(userId: user).get())
+            #expect(revoked.count == 1000)
+            for key in [keys[0], keys[777], keys[1499]] {
+                #expect(try await h.store.commitAssertion(keyId: key.keyId, counter: 1, challenge: nil).get().rejection == .revokedKey)
+            }
+            let late = Fixtures.newKey(userId: user)
+            _ = try await Fixtures.register(late, in: h.store)
+            #expect(try await h.store.commitAssertion(keyId: late.keyId, counter: 1, challenge: nil).get().isAccepted)
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func userKeyCountCountsEveryKeyOfTheUser(_ backend: StoreBackend) async throws {
         try await withStore(backend) { h in
