@@ -76,6 +76,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     static let maxRefusedReplays = 3
     /// Request trailers (HTTP/2 client) waiting for the upstream exchange.
     private var pendingTrailers: HTTPHeaders?
+    /// The request's trailers, kept with `replayBody` for a refused stream's
+    /// replay (they may have gone to the refused stream already).
+    private var replayTrailers: HTTPHeaders?
     /// Bytes of this request's body counted against the worker's buffering
     /// budget (`limits.maxBufferedBodyBytes`).
     private var bufferReserved = 0
@@ -227,7 +230,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             fields, prefix: snapshot.trustPrefixLower, dropUnderscores: snapshot.config.limits.underscoresInHeaders != .allow)
         guard !kept.isEmpty else { return }
         switch stage {
-        case .forwarding(let conn): conn.sendTrailers(kept)
+        case .forwarding(let conn):
+            if keepForReplay { replayTrailers = kept }
+            conn.sendTrailers(kept)
         case .finished, .draining: break
         default: pendingTrailers = kept
         }
@@ -605,6 +610,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             // Too long to hold: a refused stream is answered, not sent again.
             keepForReplay = false
             replayBody = nil
+            replayTrailers = nil
             upstreamHead = nil
             return
         }
@@ -646,6 +652,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         bodyBuffer = nil
         bufferedForUpstream = nil
         replayBody = nil
+        replayTrailers = nil
         heldResponse = nil
         releaseBufferReservation()
         guard !exchange.responseStarted else { return fail() }
@@ -709,6 +716,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         dropPendingBody()
         bufferedForUpstream = nil
         replayBody = nil
+        replayTrailers = nil
         bodyBuffer = nil
         report()
         sink.pipelineFinished()
@@ -751,11 +759,16 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         // connection) and for bodies kept whole for an HTTP/2 replay.
         if !bodyInfo.isEmpty, !keepForReplay { upstreamHead = nil }
         if replays > 0, let body = replayBody { bufferedForUpstream = body }
-        let trailers = pendingTrailers
+        var trailers = pendingTrailers
         pendingTrailers = nil
+        if trailers == nil, replays > 0 { trailers = replayTrailers }
+        if keepForReplay, let trailers { replayTrailers = trailers }
         let endNow = exchange.requestIsComplete && pendingBody.isEmpty && bufferedForUpstream == nil && trailers == nil
         connection.sendHead(head, end: endNow)
         if endNow { return }
+        // A stream that could not open fails at once, and the request may
+        // already be on its way again on another: nothing more goes here.
+        guard case .forwarding(let current) = stage, current === connection else { return }
         if let buffered = bufferedForUpstream {
             bufferedForUpstream = nil
             connection.sendBody(buffered, promise: nil)
@@ -795,6 +808,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard case .forwarding = stage else { return }
         replayBody = nil
+        replayTrailers = nil
         keepForReplay = false
         var head = head
         if let setBits = Self.removeTrustFields(&head, prefix: snapshot.trustPrefixLower),

@@ -87,6 +87,25 @@ extension Integration {
             try await h.stop()
         }
 
+        /// A stream refused by GOAWAY is sent again with its body and its
+        /// trailers (a gRPC call's), which went to the refused stream first.
+        @Test func aRefusedRequestIsSentAgainWithItsTrailers() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)
+            let warm = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/ok"])
+            #expect(warm.stdout == "ok")
+            let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("h2_trailer_client.py").path
+            let r = try await Run.tool("/usr/bin/python3", [client, String(h.port), "/refuse-once-echo"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let echo = try JSONDecoder().decode(Echo.self, from: Data(r.stdout.utf8))
+            #expect(echo.bodyLength == 5)
+            #expect(echo.trailers["x-client-trailer"] == "1")
+            #expect(try await Self.stats(up).connections == 3)  // refused on the first, sent again on a second
+            try await h.stop()
+        }
+
         @Test func anUpstreamResetMidResponseResetsTheClientStream() async throws {
             let up = try Self.upstream()
             defer { up.stop() }
@@ -142,6 +161,32 @@ extension Integration {
             // The slot serves again.
             let after = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/ok"])
             #expect(after.stdout == "ok")
+            try await h.stop()
+        }
+
+        /// An upstream that answers (END_STREAM) before the request body is
+        /// in, and sends no RST_STREAM: the gateway resets the stream, so it
+        /// does not stay half open for ever holding its slot (here the only one).
+        @Test func anAnswerBeforeTheWholeBodyResetsTheStreamAndFreesItsSlot() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Harness.start(
+                upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port, scheme: .h2c)],
+                responseTimeout: .seconds(2), threads: 1
+            ) {
+                $0.upstreams["legacy"]?.maxConnectionsPerEndpoint = 1
+                $0.upstreams["legacy"]?.maxStreamsPerConnection = 1
+            }
+            let body = FileManager.default.temporaryDirectory.appendingPathComponent("early-\(UUID().uuidString).bin")
+            try Data(repeating: 0x61, count: 1 << 20).write(to: body)
+            defer { try? FileManager.default.removeItem(at: body) }
+            let early = try await Run.tool(
+                "curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10",
+                         "--data-binary", "@\(body.path)", "\(h.base)/early"])
+            #expect(early.stdout == "401", "\(early.stdout) \(early.stderr)")
+            #expect(try await Self.waitForStats(up) { $0.resets >= 1 }.resets >= 1)
+            let next = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-m", "10", "\(h.base)/ok"])
+            #expect(next.stdout == "ok", "\(next.stdout) \(next.stderr)")
             try await h.stop()
         }
 

@@ -13,6 +13,10 @@ Paths:
   /refuse-once       the first one: GOAWAY naming the stream before it (so it
                      was never processed), then the connection closes; later
                      ones: 200 "second"
+  /early             401 with END_STREAM as soon as the head arrives, before the
+                     request body, and no RST_STREAM (RFC 9113 §8.1 makes it
+                     optional): the body is read and dropped
+  /refuse-once-echo  refused like /refuse-once (the same once), then /echo
   /slow              200 "ok" after 50 ms
   /freeze            this connection stops reading and writing (no PING ACK)
   /hang              never answered (counted); a RST_STREAM for it is counted
@@ -90,13 +94,16 @@ class Conn:
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
         elif path == "/reset-before-head":
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
-        elif path == "/refuse-once":
+        elif path in ("/refuse-once", "/refuse-once-echo"):
             if not REFUSED:
                 REFUSED = True
                 self.h2.close_connection(last_stream_id=max(0, sid - 2))
                 self.flush()
                 self.writer.close()
                 return
+            if path == "/refuse-once-echo":
+                req["headers"][":path"] = "/echo"
+                return self.answer(sid)
             self.h2.send_headers(sid, [(":status", "200")])
             self.send_body(sid, b"second", True)
         elif path == "/slow":
@@ -137,8 +144,13 @@ class Conn:
                         STATS["maxConcurrent"] = max(STATS["maxConcurrent"], len(self.open))
                         if e.stream_ended is not None:
                             self.answer(e.stream_id)
+                        elif dict(e.headers).get(":path") == "/early":
+                            self.requests[e.stream_id]["answered"] = True
+                            self.open.discard(e.stream_id)
+                            self.h2.send_headers(e.stream_id, [(":status", "401")], end_stream=True)
                     elif isinstance(e, h2.events.DataReceived):
-                        self.requests[e.stream_id]["body"] += e.data
+                        if e.stream_id in self.requests:
+                            self.requests[e.stream_id]["body"] += e.data
                         self.h2.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
                     elif isinstance(e, h2.events.TrailersReceived):
                         self.requests[e.stream_id]["trailers"] = dict(e.headers)

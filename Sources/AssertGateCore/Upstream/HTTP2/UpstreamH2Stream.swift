@@ -184,6 +184,12 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
         let d = delegate
         delegate = nil
         d?.upstreamResponseEnd()
+        // Answered before the whole request went out (RFC 9113 §8.1 allows it,
+        // and leaves the server's RST_STREAM optional): nothing more of the
+        // request will be sent, so the stream is reset rather than left half
+        // open for ever, holding its slot (and the HTTP/1.1 path's twin: the
+        // connection is closed, `UpstreamConnection.receivedEnd`).
+        if !isClosed, !outEnded || !out.isEmpty { abandon() }
     }
 
     /// nghttp2 closed the stream (or it never opened): a close before the
