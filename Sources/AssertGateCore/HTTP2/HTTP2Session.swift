@@ -543,7 +543,9 @@ final class HTTP2Session {
     // MARK: state
 
     var wantsRead: Bool { nghttp2_session_want_read(raw) != 0 }
-    var wantsWrite: Bool { nghttp2_session_want_write(raw) != 0 }
+    /// Trailers queued by a data source's last read count as output: they are
+    /// submitted at the next drain, which may be nghttp2's only reason to write.
+    var wantsWrite: Bool { !trailersDue.isEmpty || nghttp2_session_want_write(raw) != 0 }
     /// Streams whose head has begun and that nghttp2 has not closed.
     var hasOpenStreams: Bool { slots.open > 0 }
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (before its SETTINGS: the

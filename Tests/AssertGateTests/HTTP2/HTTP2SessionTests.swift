@@ -459,6 +459,33 @@ final class QueuedSource: HTTP2DataSource {
         #expect(client.responses[id]?.body.count == 60_000)
     }
 
+    /// The body's last DATA frame crosses the drain's cap: the trailers it
+    /// queued are still owed, so the session still wants to write and the
+    /// next drain sends them (nghttp2 finishes a sent frame only at its next
+    /// `mem_send`, so it still wants to write too; `wantsWrite` does not lean
+    /// on that).
+    @Test func trailersQueuedByTheDrainThatHitItsCapGoOutNext() throws {
+        let session = try makeSession { $0.maxOutputPerDrain = 20_000 }
+        let client = TestH2Client()
+        let id = client.request("GET", "/r")
+        var events: [HTTP2Session.Event] = []
+        try session.feed(client.drainOutput(), into: &events)
+        client.feed(try drainAll(session, events: &events))
+        try session.submitResponse(
+            id, status: 200, headers: [:], body: QueuedSource([UInt8](repeating: 2, count: 30_000), ended: true))
+        session.setTrailers(id, ["grpc-status": "0"])
+
+        var out: ByteBuffer?
+        #expect(try session.drain(into: &out, events: &events))
+        #expect(session.wantsWrite, "trailers are owed")
+        let rest = try drainAll(session, events: &events)
+        client.feed(try #require(out))
+        client.feed(rest)
+        #expect(client.responses[id]?.body.count == 30_000)
+        #expect(client.responses[id]?.header("grpc-status") == "0")
+        #expect(!session.wantsWrite)
+    }
+
     // MARK: ending
 
     @Test func goAwayNamesTheLastStreamAndTerminateEndsTheSession() throws {
