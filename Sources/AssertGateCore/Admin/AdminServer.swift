@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 import Verifier
 
 /// The admin listener (protocol.md §7): HTTP/1.1 on `admin.address`, serving
@@ -20,6 +21,20 @@ public final class AdminServer: Sendable {
         self.port = port
     }
 
+    /// What one admin client can hold: the listener is for a scraper and an
+    /// operator, not for the public, but a stuck or hostile local client must
+    /// not take the process's file descriptors.
+    public struct Limits: Sendable {
+        /// Connections open at once; one more is closed as it is accepted.
+        public var maxConnections = 64
+        /// A request head must be complete this long after its first byte
+        /// (a head trickled a byte at a time resets any idle clock).
+        public var headerTimeout: TimeAmount = .seconds(10)
+        /// A connection with no byte read or written for this long is closed.
+        public var idleTimeout: TimeAmount = .seconds(60)
+        public init() {}
+    }
+
     /// Binds and starts serving.
     /// - Parameters:
     ///   - readiness: answers whether the store is reachable (Redis `PING`); bounded by a 2 s timeout.
@@ -28,8 +43,9 @@ public final class AdminServer: Sendable {
         address: HostPort, token: Secret?, metrics: MetricsRegistry,
         readiness: @escaping @Sendable () async -> Bool, actions: (any AdminActions)?,
         exhaustedUpstreams: @escaping @Sendable () -> [String] = { [] },
-        group: any EventLoopGroup, logger: Logger = Logger(label: "assertgate.admin")
+        group: any EventLoopGroup, logger: Logger = Logger(label: "assertgate.admin"), limits: Limits = Limits()
     ) async throws -> AdminServer {
+        let open = AdminConnectionCount()
         let router = AdminRouter(
             token: token, metrics: metrics, readiness: readiness, actions: actions,
             exhaustedUpstreams: exhaustedUpstreams, logger: logger)
@@ -38,13 +54,21 @@ public final class AdminServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    // Idle connections are closed so a stuck client cannot hold sockets forever.
-                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .seconds(60)))
+                guard open.admit(limit: limits.maxConnections) else {
+                    return channel.close()
+                }
+                channel.closeFuture.whenComplete { _ in open.leave() }
+                return channel.eventLoop.makeCompletedFuture {
+                    // Stuck, idle and trickling clients are closed (the listeners' own
+                    // clock: no byte for idleTimeout, a head not whole in headerTimeout).
+                    let timeouts = ConnectionTimeoutHandler(
+                        handshakeTimeout: limits.headerTimeout, idleTimeout: limits.idleTimeout,
+                        headerTimeout: limits.headerTimeout)
+                    try channel.pipeline.syncOperations.addHandler(timeouts)
                     // Parse errors are answered by AdminHTTPHandler: problem+json with an
                     // X-Request-Id, like every other admin error (protocol.md §7).
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
-                    try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(router: router))
+                    try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(router: router, timeouts: timeouts))
                 }
             }
             .bind(host: address.host, port: address.port).get()
@@ -72,6 +96,7 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let router: AdminRouter
+    private let timeouts: ConnectionTimeoutHandler?
     private var head: HTTPRequestHead?
     private var bodyBytes = 0
     private var active = true
@@ -79,16 +104,14 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var answering = false
     static let maxBodyBytes = 64 << 10
 
-    init(router: AdminRouter) {
+    init(router: AdminRouter, timeouts: ConnectionTimeoutHandler? = nil) {
         self.router = router
+        self.timeouts = timeouts
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent {
-            context.close(promise: nil)
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
+    func handlerAdded(context: ChannelHandlerContext) {
+        timeouts?.markEstablished()
+        timeouts?.awaitRequestHead()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -99,6 +122,7 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let h):
+            timeouts?.requestHeadReceived()
             head = h
             bodyBytes = 0
         case .body(let buffer):
@@ -163,9 +187,29 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let done = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+        if keepAlive { timeouts?.awaitRequestHead() }
         if !keepAlive {
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             done.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
         }
     }
+}
+
+/// Admin connections open now, over every event loop the listener accepts on.
+private final class AdminConnectionCount: Sendable {
+    private let open = Atomic<Int>(0)
+
+    /// Counts one more connection unless `limit` are open.
+    func admit(limit: Int) -> Bool {
+        var current = open.load(ordering: .relaxed)
+        while current < limit {
+            let (exchanged, actual) = open.compareExchange(
+                expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged { return true }
+            current = actual
+        }
+        return false
+    }
+
+    func leave() { open.subtract(1, ordering: .relaxed) }
 }

@@ -294,4 +294,81 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
         try await server.close()
         try await group.shutdownGracefully()
     }
+
+    /// A raw-socket client (python3): `trickle` sends a head a byte every
+    /// 200 ms and never finishes it; `hold N` opens N connections, then one
+    /// more, and reports whether that one was closed at once, then closes one
+    /// and asks for /healthz on a new connection. Prints one JSON object.
+    private static let rawClient = """
+        import json, socket, sys, time
+        port, mode = int(sys.argv[1]), sys.argv[2]
+        def conn():
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            return s
+        if mode == "trickle":
+            s = conn(); start = time.monotonic(); closed = False
+            try:
+                for b in b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: " + b"a" * 200:
+                    s.sendall(bytes([b])); time.sleep(0.2)
+            except OSError:
+                closed = True
+            if not closed:
+                s.settimeout(5)
+                try: closed = s.recv(1) == b""
+                except OSError: closed = True
+            print(json.dumps({"closed": closed, "after": time.monotonic() - start}))
+        else:
+            n = int(sys.argv[3]); held = [conn() for _ in range(n)]
+            for h in held:  # each accepted and kept: a request on it is answered
+                h.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                h.settimeout(5); h.recv(4096)
+            extra = conn(); extra.settimeout(5)
+            try: refused = extra.recv(1) == b""
+            except (socket.timeout, OSError) as e: refused = not isinstance(e, socket.timeout)
+            held.pop().close(); time.sleep(0.2)
+            again = conn(); again.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
+            again.settimeout(5); answer = again.recv(4096)
+            print(json.dumps({"refused": refused, "answered": answer.startswith(b"HTTP/1.1 200")}))
+        """
+
+    private func server(_ limits: AdminServer.Limits) async throws -> (AdminServer, MultiThreadedEventLoopGroup) {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await AdminServer.start(
+            address: HostPort(host: "127.0.0.1", port: 0), token: nil, metrics: GatewayMetrics().registry,
+            readiness: { true }, actions: nil, group: group, limits: limits)
+        return (server, group)
+    }
+
+    private func rawJSON(_ args: [String]) async throws -> [String: Any] {
+        let r = try await Run.tool("python3", ["-c", Self.rawClient] + args)
+        let last = r.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], "\(r.stdout) \(r.stderr)")
+    }
+
+    /// A head trickled a byte at a time keeps any idle clock going: it is
+    /// closed once `headerTimeout` has passed since its first byte.
+    @Test func aTrickledHeadIsClosedAfterTheHeaderTimeout() async throws {
+        var limits = AdminServer.Limits()
+        limits.headerTimeout = .seconds(1)
+        let (server, group) = try await server(limits)
+        let r = try await rawJSON([String(server.port), "trickle"])
+        #expect(r["closed"] as? Bool == true, "\(r)")
+        #expect((r["after"] as? Double ?? 99) < 5, "\(r)")
+        try await server.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// One connection more than `maxConnections` is closed as it is accepted;
+    /// once one closes, a new one is served.
+    @Test func connectionsOverTheLimitAreClosed() async throws {
+        var limits = AdminServer.Limits()
+        limits.maxConnections = 4
+        let (server, group) = try await server(limits)
+        let r = try await rawJSON([String(server.port), "hold", "4"])
+        #expect(r["refused"] as? Bool == true, "\(r)")
+        #expect(r["answered"] as? Bool == true, "\(r)")
+        try await server.close()
+        try await group.shutdownGracefully()
+    }
+
 }
