@@ -34,6 +34,8 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// A GOAWAY came, a reload retired it, or stream ids ran out: no new stream.
     private(set) var goingAway = false
     private(set) var isClosed = false
+    /// `close()` was called; the channel may still be writing close_notify.
+    private var closing = false
     private let events = HTTP2EventQueue()
     private var flushScheduled = false
     /// Streams whose body bytes nghttp2 took during the last drain.
@@ -55,7 +57,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
 
     /// Streams this connection may carry at once: ours and the server's limit.
     var capacity: Int { min(maxStreams, session.remoteMaxConcurrentStreams) }
-    var hasRoom: Bool { isReady && !goingAway && !isClosed && granted < capacity }
+    var hasRoom: Bool { isReady && !goingAway && !closing && !isClosed && granted < capacity }
     var isIdle: Bool { granted == 0 }
 
     // MARK: slots
@@ -75,7 +77,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// Opens `stream` with `head`; nil when the session refuses (ids exhausted,
     /// GOAWAY received): the slot is released and the stream is told.
     func open(_ stream: UpstreamH2Stream, head: UpstreamH2Head, hasBody: Bool) -> Int32? {
-        guard !isClosed, !goingAway else {
+        guard !isClosed, !closing, !goingAway else {
             release(stream)
             return nil
         }
@@ -133,6 +135,9 @@ final class UpstreamH2Connection: ChannelInboundHandler {
 
     func close() {
         guard !isClosed else { return }
+        // Over TLS the channel closes only once close_notify is out (up to
+        // 2 s): no stream is granted or opened on it meanwhile.
+        closing = true
         context?.close(promise: nil)
     }
 
