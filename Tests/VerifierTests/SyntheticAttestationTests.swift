@@ -103,6 +103,65 @@ import Verifier
         try expect(.receiptInvalid, a)
     }
 
+    /// The receipt is not covered by the nonce, so its content is checked on
+    /// its own: the attestation's kind, made before now, a first refresh
+    /// within its life.
+    @Test func theReceiptIsTheAttestationsOwn() throws {
+        var a = TestPKI.Attestation()
+        a.receiptKind = "RECEIPT"
+        try expect(.receiptInvalid, a)
+        a = TestPKI.Attestation()
+        a.receiptCreation = "2023-11-20T22:13:21Z"  // after the credential certificate's end (t0 + 3 days)
+        try expect(.receiptInvalid, a)
+        a.receiptCreation = "2023-11-15T22:13:21Z"  // within it: Apple's clock, not the gateway's
+        #expect(try verify(a)().receipt.creationTime.unixSeconds == TestPKI.t0 + 86_401)
+        a = TestPKI.Attestation()
+        a.receiptNotBefore = "2024-12-01T00:00:00Z"  // a year on: the fraud metric would never be asked for
+        try expect(.receiptInvalid, a)
+        a = TestPKI.Attestation()
+        a.receiptNotBefore = "2023-11-15T22:13:21Z"  // Apple's: a day after creation
+        #expect(try verify(a)().receipt.notBefore != nil)
+    }
+
+    /// Apple Root CA – G3 also anchors developer certificates: a receipt
+    /// chaining to it must be signed by Apple's receipt signer, issued by an
+    /// Application Integration CA. The same names under a test root stand
+    /// in for Apple's (the rule is what the anchors demand).
+    @Test func underAppleRootG3OnlyApplesReceiptSignerCounts() throws {
+        #expect(TrustAnchors.appleRootG3.requiresAppleReceiptSigner)
+        #expect(try !TrustAnchors(pem: pki.receiptRoot.pem).requiresAppleReceiptSigner)
+        var strict = try TrustAnchors(pem: pki.receiptRoot.pem)
+        strict.requiresAppleReceiptSigner = true
+        let verifier = AttestationVerifier(anchors: try TrustAnchors(pem: pki.root.pem), receiptAnchors: strict)
+        func run(_ a: TestPKI.Attestation) throws(VerificationError) {
+            let built = pki.build(a)
+            _ = try verifier.verify(
+                attestationObject: built.object, keyId: built.keyId, clientDataHash: TestPKI.clientDataHash,
+                allowedApps: [TestPKI.appId: [.development]], at: TestPKI.t0)
+        }
+        func chain(_ caName: String, _ signerName: String) -> (TestCert, TestCert) {
+            let ca = TestCert(subject: caName, issuer: pki.receiptRoot, key: TestKey(), isCA: true,
+                              notBefore: TestPKI.t0 - 86_400, notAfter: TestPKI.t0 + 86_400)
+            let signer = TestCert(subject: signerName, issuer: ca, key: TestKey(), isCA: false,
+                                  notBefore: TestPKI.t0 - 86_400, notAfter: TestPKI.t0 + 86_400)
+            return (ca, signer)
+        }
+        // Apple's names: accepted.
+        var a = TestPKI.Attestation()
+        let (apple, appleSigner) = chain("Apple Application Integration CA 5 - G1", "Application Attestation Fraud Receipt Signing")
+        a.receiptSigner = appleSigner
+        a.receiptExtra = [apple]
+        try run(a)
+        // Any other signer under the root (a developer's certificate): refused.
+        a = TestPKI.Attestation()
+        expectReason(.receiptInvalid) { () throws(VerificationError) in try run(a) }
+        // Apple's signer name from another CA: refused.
+        let (developer, impostor) = chain("Apple Worldwide Developer Relations Certification Authority", "Application Attestation Fraud Receipt Signing")
+        a.receiptSigner = impostor
+        a.receiptExtra = [developer]
+        expectReason(.receiptInvalid) { () throws(VerificationError) in try run(a) }
+    }
+
     @Test func wrongFormat() throws {
         var a = TestPKI.Attestation()
         a.fmt = "packed"

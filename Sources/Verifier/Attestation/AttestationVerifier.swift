@@ -14,6 +14,10 @@ public struct AttestationVerifier: Sendable {
         self.clockSkewSeconds = max(0, clockSkewSeconds)
     }
 
+    /// Apple's receipts may be refreshed a day after creation and expire
+    /// after about 90 days: a later first refresh is not Apple's.
+    static let maxReceiptRefreshDelay: Int64 = 100 * 86_400
+
     /// Runs every step of app-attest.md §2 in order; the first failing step
     /// decides the error.
     /// - Parameters:
@@ -109,6 +113,22 @@ public struct AttestationVerifier: Sendable {
         let receipt = try ReceiptVerifier.verify(
             receipt: receiptBytes, appId: appId, publicKey: point, anchors: receiptAnchors,
             clockSkew: clockSkewSeconds)
+        // The receipt is not covered by the attestation's nonce: the client
+        // could swap it. It must be the attestation's own kind, made while the
+        // credential certificate was valid (a few days from the attestation;
+        // its age is what the upstream reads), with no refresh time beyond its
+        // life (it decides when the key's fraud metric is first asked for).
+        guard receipt.kind == .attest else {
+            throw .receiptInvalid("an attestation's receipt must be of type ATTEST, not \(receipt.kind.rawValue)")
+        }
+        guard let leafEnd = leaf.notAfterUnixSeconds, receipt.creationTime.unixSeconds <= leafEnd + clockSkewSeconds else {
+            throw .receiptInvalid("receipt created at \(receipt.creationTime), after its credential certificate expired")
+        }
+        if let notBefore = receipt.notBefore,
+            notBefore.unixSeconds > receipt.creationTime.unixSeconds + Self.maxReceiptRefreshDelay
+        {
+            throw .receiptInvalid("receipt not before \(notBefore), over 100 days after its creation")
+        }
 
         return VerifiedAttestation(
             publicKey: point, keyId: computedKeyId, appId: appId, environment: environment,

@@ -1,4 +1,7 @@
 import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Owns one OpenSSL `X509`. Immutable after creation; OpenSSL only reads it
 /// during verification, so sharing across threads is safe.
@@ -73,6 +76,36 @@ final class X509Certificate: @unchecked Sendable {
             return nil
         }
         return P256Point.uncompressed(of: key)
+    }
+
+    /// The end of the validity period, in Unix seconds; nil when unreadable.
+    var notAfterUnixSeconds: Int64? {
+        guard let time = X509_get0_notAfter(pointer) else { return nil }
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        return Int64(timegm(&parts))
+    }
+
+    /// The first commonName of the subject (or the issuer), as UTF-8; nil
+    /// when there is none.
+    func commonName(ofIssuer issuer: Bool = false) -> String? {
+        guard let name = issuer ? X509_get_issuer_name(pointer) : X509_get_subject_name(pointer) else { return nil }
+        let index = X509_NAME_get_index_by_NID(name, NID_commonName, -1)
+        guard index >= 0, let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry) else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = ASN1_STRING_to_UTF8(&out, data)
+        guard length >= 0, let out else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        defer { CAssertGate_OPENSSL_free(out) }
+        return String(decoding: UnsafeBufferPointer(start: out, count: Int(length)), as: UTF8.self)
     }
 
     /// The DER contents (inside the OCTET STRING) of the extension with the

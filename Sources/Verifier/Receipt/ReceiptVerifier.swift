@@ -27,8 +27,23 @@ public enum ReceiptVerifier {
         {
             throw .receiptInvalid("receipt signer chain at \(receipt.creationTime): \(error)")
         }
+        if anchors.requiresAppleReceiptSigner {
+            // Apple Root CA – G3 also anchors developer certificates (their keys
+            // are developers'): only Apple's receipt signer, issued by one of
+            // its Application Integration CAs, may sign a receipt.
+            let subject = signer.commonName() ?? ""
+            let issuer = signer.commonName(ofIssuer: true) ?? ""
+            guard subject == Self.appleSignerName, issuer.hasPrefix(Self.appleSignerIssuerPrefix) else {
+                throw .receiptInvalid("receipt is not signed by Apple's receipt signer (signer \"\(subject)\", issued by \"\(issuer)\")")
+            }
+        }
         return receipt
     }
+
+    /// The subject of Apple's receipt-signing certificate, and its issuer's
+    /// (Apple Application Integration CA 5 – G1 in every receipt seen since 2021).
+    static let appleSignerName = "Application Attestation Fraud Receipt Signing"
+    static let appleSignerIssuerPrefix = "Apple Application Integration CA"
 
     /// As `verify(receipt:anchors:clockSkew:)`, and the receipt must name
     /// `appId` and the attested key `publicKey` (65-byte point).

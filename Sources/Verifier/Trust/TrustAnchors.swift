@@ -16,6 +16,13 @@ public struct TrustAnchors: Sendable {
 
     let store: X509Store
 
+    /// A receipt chaining to these anchors must also be signed by Apple's
+    /// receipt signer (`ReceiptVerifier`). True when one of them is Apple Root
+    /// CA – G3: many CAs sit under it, developer certificates' among them,
+    /// whose keys are developers'. Other anchors (a software device's test
+    /// CA) are the operator's own; tests set it to check the rule with them.
+    public var requiresAppleReceiptSigner: Bool
+
     /// DER of every anchor, in load order.
     public var certificatesDER: [[UInt8]] { store.anchors.map(\.der) }
 
@@ -46,7 +53,11 @@ public struct TrustAnchors: Sendable {
             throw .noCertificates(source: pems.first?.1 ?? "no files")
         }
         self.store = store
+        let g3 = Self.appleRootG3DER
+        requiresAppleReceiptSigner = !g3.isEmpty && certs.contains { $0.der == g3 }
     }
+
+    private static let appleRootG3DER: [UInt8] = X509Certificate.parsePEM(AppleRoots.rootCAG3)?.first?.der ?? []
 
     /// Apple App Attestation Root CA: the default anchor for attestation chains.
     public static let appleAppAttestation = embedded(AppleRoots.appAttestationRootCA)

@@ -158,6 +158,11 @@ struct TestPKI {
         var fmt = "apple-appattest"
         var receiptAppId: String?
         var receiptSigner: TestCert?
+        /// Certificates the receipt carries besides its signer's.
+        var receiptExtra: [TestCert] = []
+        var receiptKind = "ATTEST"
+        var receiptCreation = "2023-11-14T22:13:21.5Z"
+        var receiptNotBefore: String?
         var includeReceipt = true
         var includeRootInX5c = false
     }
@@ -175,12 +180,15 @@ struct TestPKI {
             subject: Hex.encode(keyId), issuer: intermediate, key: a.key, isCA: false,
             notBefore: Self.t0 - 3600, notAfter: Self.t0 + 86_400 * 3,
             extensions: [("1.2.840.113635.100.8.2", TestDER.nonceExtension(nonce))])
-        let payload = TestDER.receiptPayload([
+        var fields: [(Int, [UInt8])] = [
             (2, Array((a.receiptAppId ?? a.appId).utf8)), (3, leaf.der), (4, Self.clientDataHash),
-            (5, Array("token".utf8)), (6, Array("ATTEST".utf8)), (7, Array("sandbox".utf8)),
-            (12, Array("2023-11-14T22:13:21.5Z".utf8)), (21, Array("2024-02-12T22:13:21.5Z".utf8)),
-        ])
-        let receipt = (a.receiptSigner ?? receiptSigner).signPKCS7(payload, extra: [])
+            (5, Array("token".utf8)), (6, Array(a.receiptKind.utf8)), (7, Array("sandbox".utf8)),
+            (12, Array(a.receiptCreation.utf8)),
+        ]
+        if let notBefore = a.receiptNotBefore { fields.append((19, Array(notBefore.utf8))) }
+        fields.append((21, Array("2024-02-12T22:13:21.5Z".utf8)))
+        let payload = TestDER.receiptPayload(fields)
+        let receipt = (a.receiptSigner ?? receiptSigner).signPKCS7(payload, extra: a.receiptExtra)
         var x5c: [TestCBOR] = [.bytes(leaf.der), .bytes(intermediate.der)]
         if a.includeRootInX5c { x5c.append(.bytes(root.der)) }
         var statement: [(TestCBOR, TestCBOR)] = [(.text("x5c"), .array(x5c))]
