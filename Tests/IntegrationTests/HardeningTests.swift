@@ -325,6 +325,55 @@ extension Integration {
             try await h.stop()
         }
 
+        // MARK: framing the client and the gateway must read alike
+
+        /// NIO's parser takes `Content-Length: 44 ` (trailing spaces) as 44; the
+        /// gateway must too, or the 44 bytes go upstream unframed and the
+        /// upstream reads them as a second request that no check has seen.
+        @Test func aContentLengthWithTrailingSpacesFramesTheBodyItAnnounces() async throws {
+            let h = try await Harness.start(threads: 1)
+            let smuggled = "GET /hello HTTP/1.1\\r\\nHost: x\\r\\nX-Pad: 123\\r\\n\\r\\n"  // 44 bytes on the wire
+            let r = try await Self.run([
+                "h1-raw", String(h.port),
+                "POST /upload HTTP/1.1\\r\\nHost: t\\r\\nContent-Length: 44  \\r\\n\\r\\n" + smuggled,
+            ])
+            #expect(r["status"] as? Int == 200, "\(r)")
+            #expect((r["body"] as? String)?.contains("\"received_bytes\":44") == true, "\(r)")
+            #expect(h.upstream.requests.map(\.uri) == ["/upload"])
+            try await h.stop()
+        }
+
+        /// CONNECT asks for a tunnel, which the gateway does not make (HTTP/2
+        /// resets it): answered 400 over HTTP/1.1, nothing sent upstream.
+        @Test func connectOverHTTP1IsRefused() async throws {
+            let h = try await Harness.start(threads: 1)
+            let r = try await Self.run([
+                "h1-raw", String(h.port), "CONNECT /hello HTTP/1.1\\r\\nHost: t\\r\\nContent-Length: 40\\r\\n\\r\\n",
+            ])
+            #expect(r["status"] as? Int == 400, "\(r)")
+            #expect(h.upstream.requests.isEmpty)
+            try await h.stop()
+        }
+
+        /// Addresses only the gateway could know and does not set never come
+        /// from the client: `X-Real-IP`, `X-Forwarded-Host`, `X-Forwarded-Port`.
+        @Test func addressHeadersTheGatewayDoesNotSetAreRemoved() async throws {
+            let h = try await Harness.start(threads: 1)
+            for proto in ["--http1.1", "--http2-prior-knowledge"] {
+                let r = try await Run.tool("curl", [
+                    "-sS", proto, "-H", "X-Real-IP: 6.6.6.6", "-H", "X-Forwarded-Host: evil.example",
+                    "-H", "X-Forwarded-Port: 1", "-H", "X-Kept: yes", "\(h.base)/hello",
+                ])
+                #expect(r.stdout == TestUpstream.hello, "\(r.stderr)")
+                let head = try #require(h.upstream.requests.last)
+                #expect(head.headers["x-real-ip"].isEmpty)
+                #expect(head.headers["x-forwarded-host"].isEmpty)
+                #expect(head.headers["x-forwarded-port"].isEmpty)
+                #expect(head.headers["x-kept"] == ["yes"])
+            }
+            try await h.stop()
+        }
+
         // MARK: 4. underscores
 
         @Test(arguments: [UnderscoreHeaderPolicy.drop, .reject, .allow])

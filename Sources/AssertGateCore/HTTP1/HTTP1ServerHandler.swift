@@ -92,6 +92,9 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             requestComplete = false
             startRequest(head)
         case .body(let buffer):
+            // A body the intake framed as none: the parser and the gateway
+            // disagree on this connection's framing, so it ends with the answer.
+            if !requestHasBody { keepAlive = false }
             guard let pipeline else { return }
             unconsumed += buffer.readableBytes
             if unconsumed > Self.highWater { readsPaused = true }
@@ -117,6 +120,20 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         let (request, body, refusal) = RequestIntake.accept(
             method: head.method.rawValue, target: head.uri, authority: nil, headers: head.headers, wire: .http1,
             scheme: scheme, clientAddress: clientAddress, worker: worker)
+        // CONNECT (a tunnel, which the gateway does not make; HTTP/2 resets it)
+        // and a Content-Length that is no number: NIO's parser stops reading
+        // after a CONNECT head, and a length read two ways lets a request ride
+        // inside a body. Answered 400 and the connection closed.
+        let refusedFraming: Rejection? =
+            head.method == .CONNECT
+            ? Rejection(.malformedRequest, "CONNECT is not proxied")
+            : RequestIntake.malformedLength(head.headers) ? Rejection(.malformedRequest, "Content-Length is not a number") : nil
+        if let refusedFraming {
+            keepAlive = false
+            discardingRequest = true
+            refuseHead(refusedFraming, requestId: request.requestId, method: head.method.rawValue, target: head.uri, observer: worker.observer)
+            return
+        }
         if headerBytes > snapshot.config.limits.maxHeaderListBytes {
             keepAlive = false
             discardingRequest = true

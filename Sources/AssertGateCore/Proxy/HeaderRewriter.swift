@@ -186,6 +186,14 @@ enum HeaderRewriter {
             {
                 continue
             }
+            // Addresses only the gateway knows, which it does not set: a
+            // client's would pass for the gateway's word (`X-Forwarded-For`
+            // and `Forwarded` carry the client's address).
+            if (n == 9 && ASCII.equalsCI(name, "x-real-ip")) || (n == 16 && ASCII.equalsCI(name, "x-forwarded-host"))
+                || (n == 16 && ASCII.equalsCI(name, "x-forwarded-port"))
+            {
+                continue
+            }
             if isHost, authority != nil { continue }
             if n == 15, ASCII.equalsCI(name, "x-forwarded-for") {
                 xff = xff.map { $0 + ", " + value } ?? value

@@ -59,15 +59,34 @@ enum RequestIntake {
             if headers[canonicalForm: "transfer-encoding"].contains(where: { ASCII.equalsCI(String($0), "chunked") }) {
                 return .chunked
             }
-            if let cl = headers.first(name: "content-length"), let n = Int(cl), n >= 0 {
+            if let cl = headers.first(name: "content-length") {
+                // The parser framed the body by this value; read it as the parser
+                // did. NIO's hands it over with trailing spaces, and
+                // `Int("44 ")` is nil: such a body went upstream unframed
+                // (a request smuggled behind it). A value it let through that
+                // still reads as no number is refused (`malformedLength`).
+                guard let n = contentLength(cl) else { return .none }
                 return n == 0 ? .empty : .contentLength(n)
             }
             return .none
         case .http2(let endStream):
             if endStream { return (method == "POST" || method == "PUT" || method == "PATCH") ? .empty : .none }
-            if let cl = headers.first(name: "content-length"), let n = Int(cl), n >= 0 { return .contentLength(n) }
+            if let cl = headers.first(name: "content-length"), let n = contentLength(cl) { return .contentLength(n) }
             return .chunked
         }
+    }
+
+    /// A `Content-Length` value without its surrounding spaces and tabs:
+    /// digits only (RFC 9110 §8.6), else nil.
+    static func contentLength(_ value: String) -> Int? {
+        ASCII.contentLength(ASCII.trimmed(Array(value.utf8)[...]))
+    }
+
+    /// An HTTP/1.1 head whose `Content-Length` is no number: the parser and
+    /// the gateway would disagree on where the body ends.
+    static func malformedLength(_ headers: HTTPHeaders) -> Bool {
+        guard let cl = headers.first(name: "content-length") else { return false }
+        return contentLength(cl) == nil
     }
 }
 

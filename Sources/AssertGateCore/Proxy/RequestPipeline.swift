@@ -191,6 +191,16 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     func receiveBody(_ buffer: ByteBuffer) {
         let n = buffer.readableBytes
+        if n > 0, bodyInfo.isEmpty {
+            // The front end's parser found a body where the intake framed none:
+            // it must never reach an upstream that was told there is none.
+            sink.requestBodyConsumed(n)
+            guard !isFinished else { return }
+            worker.logger.warning(
+                "request body where its head announced none; refused",
+                metadata: ["requestId": "\(request.requestId)"])
+            return exchange.responseStarted ? fail() : answer(Rejection(.malformedRequest, "a body its head did not announce"))
+        }
         bodyReceived += n
         bodyClock?.received(at: worker.eventLoop.now)
         switch stage {
