@@ -53,10 +53,22 @@ final class DeviceCheckService {
         _ request: ProxyRequest, mode: DeviceCheckMode, environment: EventLoopFuture<AppEnvironment?>
     ) -> EventLoopFuture<DeviceCheckOutcome> {
         guard mode != .none else { return eventLoop.makeSucceededFuture(DeviceCheckOutcome(signal: .missing)) }
-        guard let token = Self.token(of: request) else {
+        guard let presented = Self.token(of: request) else {
             metrics?.calls(mode.rawValue, "no-token").inc()
             return eventLoop.makeSucceededFuture(DeviceCheckOutcome(signal: .missing))
         }
+        // One token, one spelling: without its padding, with other pad bits
+        // or in the URL alphabet, the same bytes would hash as a new token
+        // (and a lenient decoder at Apple take it): the first-use record and
+        // Apple see the canonical standard base64 (Apple's own spelling, so
+        // records made before keep their keys). Not base64: refused here.
+        guard let bytes = try? Base64.decode(presented, maxLength: DeviceCheckRequestBody.maxDeviceTokenLength),
+            !bytes.isEmpty
+        else {
+            metrics?.calls(mode.rawValue, "invalid-token").inc()
+            return eventLoop.makeSucceededFuture(DeviceCheckOutcome(signal: .invalid))
+        }
+        let token = Base64.encode(bytes)
         // Spent on first presentation, whatever Apple answers (risk.md §6.9).
         let firstUse = claim(SHA256.hash(Array(token.utf8))).hop(to: eventLoop)
         let started = NIODeadline.now()

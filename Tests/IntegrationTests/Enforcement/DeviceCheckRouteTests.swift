@@ -102,6 +102,13 @@ extension Integration {
             let replayed = try await h.send("GET", "/dc-device/a", headers: [first])
             #expect(replayed.status == 403)
             #expect(replayed.json["reason"] as? String == "device-token-reused")
+            // The same token spelled otherwise (no padding, the URL alphabet)
+            // is the same token: reused too.
+            let respelled = first.1.replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_")
+            #expect(respelled != first.1)
+            let again = try await h.send("GET", "/dc-device/a", headers: [(first.0, respelled)])
+            #expect(again.json["reason"] as? String == "device-token-reused", "\(again.body)")
 
             // In monitor: valid is device trust, missing stays missing, reuse is marked.
             let watchedToken = try token("watch-1")
