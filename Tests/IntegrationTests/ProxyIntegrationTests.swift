@@ -188,6 +188,26 @@ extension Integration {
             try await h.stop()
         }
 
+        /// `assertgate_open_connections{protocol}` and `assertgate_open_streams`
+        /// follow what is open: a request in flight on each protocol, then none.
+        @Test func openConnectionAndStreamGaugesFollowTraffic() async throws {
+            let metrics = GatewayMetrics()
+            let h = try await Harness.start(threads: 1, hooks: GatewayHooks(makeObserver: { _ in MetricsObserver(metrics: metrics) }))
+            let h2 = Task { try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/slow?ms=1500"]) }
+            let h1 = Task { try await Run.tool("curl", ["-sS", "--http1.1", "\(h.base)/slow?ms=1500"]) }
+            #expect(try await Integration.HardeningTests.eventually(within: 5) {
+                metrics.openStreams.value == 2 && metrics.openConnections.labels("h2").value == 1
+                    && metrics.openConnections.labels("http/1.1").value == 1
+            }, "streams \(metrics.openStreams.value)")
+            #expect(try await h2.value.stdout == "slow\n")
+            #expect(try await h1.value.stdout == "slow\n")
+            #expect(try await Integration.HardeningTests.eventually(within: 5) {
+                metrics.openStreams.value == 0 && metrics.openConnections.labels("h2").value == 0
+                    && metrics.openConnections.labels("http/1.1").value == 0
+            }, "streams \(metrics.openStreams.value)")
+            try await h.stop()
+        }
+
         @Test func http1PipelinedRequestsAnsweredInOrder() async throws {
             let h = try await Harness.start()
             // Two requests in one write; answers must come back in order on one connection.

@@ -174,10 +174,20 @@ public enum RequestTimeoutKind: String, Sendable, CaseIterable {
 public protocol RequestObserver: AnyObject {
     func requestFinished(_ summary: RequestSummary)
     func timedOut(_ kind: RequestTimeoutKind)
+    /// A request's pipeline began / ended (`assertgate_open_streams`).
+    func requestOpened()
+    func requestClosed()
+    /// A client connection chose its protocol / closed (`assertgate_open_connections`).
+    func connectionOpened(http2: Bool)
+    func connectionClosed(http2: Bool)
 }
 
 extension RequestObserver {
     public func timedOut(_ kind: RequestTimeoutKind) {}
+    public func requestOpened() {}
+    public func requestClosed() {}
+    public func connectionOpened(http2: Bool) {}
+    public func connectionClosed(http2: Bool) {}
 }
 
 /// Factories for the per-worker hooks (each called once per event loop).

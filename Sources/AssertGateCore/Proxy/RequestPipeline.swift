@@ -79,6 +79,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// The request's trailers, kept with `replayBody` for a refused stream's
     /// replay (they may have gone to the refused stream already).
     private var replayTrailers: HTTPHeaders?
+    /// The route the request was leased for: a replay goes where the first
+    /// try went (its head was built for that route's upstream and protocol;
+    /// a second lookup by the raw path could pick another route).
+    private var leasedRoute: RouteConfig?
     /// Bytes of this request's body counted against the worker's buffering
     /// budget (`limits.maxBufferedBodyBytes`).
     private var bufferReserved = 0
@@ -142,6 +146,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     func start() {
         guard case .idle = stage else { preconditionFailure("start called twice") }
+        worker.observer?.requestOpened()
         if let refusal { return answer(refusal) }
         let path = request.path
         for handler in worker.localHandlers where handler.claims(path: path, snapshot: snapshot) {
@@ -583,6 +588,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// Every route reaches the pipeline through the snapshot's selection,
     /// which resolved its upstream (nil: no upstream of that name).
     private func lease(_ route: RouteConfig, attempt: Int) {
+        leasedRoute = route
         record.upstream = route.upstream
         guard let resolved = route.resolvedUpstream else {
             return answer(Rejection(.upstreamUnavailable, "no upstream named \(route.upstream)"))
@@ -718,6 +724,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     private func finish() {
         if isFinished { return }
+        // Only a started pipeline counts as open (tests drive some without).
+        if case .idle = stage {} else { worker.observer?.requestClosed() }
         stage = .finished
         stopBodyClock()
         releaseBufferReservation()
@@ -962,7 +970,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 error == .refusedStream
                     ? (replays < Self.maxRefusedReplays && (bodyInfo.isEmpty || keepForReplay))
                     : (replays == 0 && bodyInfo.isEmpty && isIdempotent),
-                let route = snapshot.route(method: request.method, path: request.path)
+                let route = leasedRoute
             {
                 replays += 1
                 worker.logger.debug("replaying on a fresh connection", metadata: ["requestId": "\(request.requestId)"])

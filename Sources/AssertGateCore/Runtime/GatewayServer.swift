@@ -268,6 +268,9 @@ public final class GatewayServer: Sendable {
             return false
         }
         if alreadyRunning {
+            // Said in the log: a SIGHUP has no one to answer, and an edit it
+            // was meant to apply would otherwise go unnoticed.
+            logger.warning("reload refused: another reload is in progress; send it again")
             return .failure(AdminReloadError(message: "another reload is in progress; try again"))
         }
         defer { reloading.withLockedValue { $0 = false } }
@@ -327,12 +330,18 @@ public final class GatewayServer: Sendable {
     /// SIGTERM: stop accepting, GOAWAY, drain in-flight requests up to `drain`, then stop.
     public func shutdown(drain: TimeAmount) async {
         logger.info("shutting down", metadata: ["drainSeconds": "\(drain.nanoseconds / 1_000_000_000)"])
+        // The drain starts now and its deadline is counted from the signal: the
+        // background work stops meanwhile (a receipt refresh waits for Apple's
+        // answer, up to 15 s, which must not push the drain past a service
+        // manager's stop timeout).
+        let deadline = NIODeadline.now() + drain
+        async let drained: Void = gateway.shutdown(deadline: deadline)
         try? await refresher?.stop().get()
         try? await refresherGroup?.shutdownGracefully()
         if let updater {
             try? await updater.eventLoop.flatSubmit { updater.value.stop() }.get()
         }
-        await gateway.shutdown(deadline: .now() + drain)
+        await drained
         try? await admin.close()
         try? await stores.shutdown().get()
         try? await threadPool.shutdownGracefully()

@@ -32,6 +32,16 @@ public final class MetricsObserver: RequestObserver {
         metrics.timeout(kind).inc()
     }
 
+    public func requestOpened() { metrics.openStreams.inc() }
+    public func requestClosed() { metrics.openStreams.dec() }
+
+    /// Resolved once: `labels` takes the family's lock.
+    private lazy var openHTTP2 = metrics.openConnections.labels("h2")
+    private lazy var openHTTP1 = metrics.openConnections.labels("http/1.1")
+
+    public func connectionOpened(http2: Bool) { (http2 ? openHTTP2 : openHTTP1).inc() }
+    public func connectionClosed(http2: Bool) { (http2 ? openHTTP2 : openHTTP1).dec() }
+
     public func requestFinished(_ summary: RequestSummary) {
         let route = summary.upstream ?? (summary.reason == .noRoute ? "none" : "assertgate")
         // Answers the gateway gave itself carry no trust level: errors are

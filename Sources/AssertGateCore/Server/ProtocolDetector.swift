@@ -137,6 +137,11 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
+        if let observer = worker.observer {
+            observer.connectionOpened(http2: http2)
+            let bound = NIOLoopBound(observer, eventLoop: context.eventLoop)
+            context.channel.closeFuture.whenComplete { _ in bound.value.connectionClosed(http2: http2) }
+        }
         if let timeouts {
             timeouts.markEstablished()
             // The bytes read to choose HTTP/1.1 are the start of its first request

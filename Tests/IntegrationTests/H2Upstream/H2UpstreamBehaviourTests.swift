@@ -87,6 +87,24 @@ extension Integration {
             try await h.stop()
         }
 
+        /// A request whose route was chosen by another reading of its path (here
+        /// letter case: the strictest route any reading selects applies) is
+        /// replayed on that same route, not on the one its raw path matches
+        /// (another upstream, another protocol: the HTTP/2 head on an HTTP/1.1
+        /// connection trapped the process).
+        @Test func aRefusedRequestIsReplayedOnTheRouteItWasLeasedFor() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Harness.start(threads: 1) {
+                $0.upstreams["h2"] = UpstreamConfig(endpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port, scheme: .h2c)])
+                $0.routes.insert(RouteConfig(match: RouteMatch(kind: .exact("/refuse-once")), upstream: "h2", mode: .monitor), at: 0)
+            }
+            let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-w", " %{http_code}", "\(h.base)/REFUSE-ONCE"])
+            #expect(r.stdout == "second 200", "\(r.stdout) \(r.stderr)")
+            #expect(h.upstream.requests.isEmpty, "the HTTP/1.1 upstream of the catch-all saw it")
+            try await h.stop()
+        }
+
         /// A stream refused by GOAWAY is sent again with its body and its
         /// trailers (a gRPC call's), which went to the refused stream first.
         @Test func aRefusedRequestIsSentAgainWithItsTrailers() async throws {

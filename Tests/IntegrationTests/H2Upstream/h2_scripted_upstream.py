@@ -76,7 +76,7 @@ class Conn:
     def answer(self, sid):
         global REFUSED
         req = self.requests[sid]
-        path = req["headers"].get(":path", "")
+        path = req["headers"].get(":path", "").lower()  # as Express reads paths
         if path == "/echo":
             body = json.dumps({"headers": req["headers"], "trailers": req["trailers"], "bodyLength": len(req["body"])}).encode()
             self.h2.send_headers(sid, [(":status", "200"), ("content-type", "application/json")])

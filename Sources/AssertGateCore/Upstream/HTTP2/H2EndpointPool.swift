@@ -222,6 +222,12 @@ final class H2EndpointPool {
             loggedConnectFailure = false
             connection.isReady = true
             connections.append(connection)
+            // Verified under TLS settings a reload replaced while it connected
+            // (the pool's retired only the connections it already had): it
+            // takes no stream and closes once idle, as theirs do.
+            if endpoint.tls, connection.tls?.generation != tls?.generation {
+                connection.retire()
+            }
             serveWaiters()
         case .failure(let error):
             var reason = "\(error)"
