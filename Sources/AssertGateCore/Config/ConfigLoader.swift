@@ -44,6 +44,10 @@ public struct ConfigLoader: Sendable {
         let base = baseDirectory ?? filename.lastIndex(of: "/").map { String(filename[..<$0]) }.map { $0.isEmpty ? "/" : $0 }
         let reader = ConfigReader(filename: filename)
         let root: Node?
+        guard YAMLExpansion.fits(yaml, limit: Self.maxNodes) else {
+            throw ConfigError(diagnostics: [ConfigDiagnostic(
+                file: filename, line: nil, message: "more than \(Self.maxNodes) YAML nodes (alias expansion?)")])
+        }
         do {
             root = try Yams.compose(yaml: yaml)
         } catch let error as YamlError {

@@ -450,12 +450,15 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         if let written = out, written.readableBytes > 0 {
             context.writeAndFlush(wrapOutboundOut(written), promise: nil)
         }
-        spareOutput = out
+        // Kept for the next flush, unless a big one grew it: an idle
+        // connection does not hold a megabyte for the rest of its life.
+        spareOutput = out.flatMap { $0.capacity <= Self.maxSpareOutput ? $0 : nil }
         if more, channel.isWritable { scheduleFlush() }
     }
 
     /// The last flush's output buffer, for the next one (see `flushNow`).
     private var spareOutput: ByteBuffer?
+    static let maxSpareOutput = 64 << 10
 
     /// True when output is left because the per-flush cap was reached.
     private func drain(_ session: HTTP2Session, _ channel: Channel, into out: inout ByteBuffer?) -> Bool {

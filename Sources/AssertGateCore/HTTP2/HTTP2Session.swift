@@ -199,6 +199,8 @@ final class HTTP2Session {
     /// The header block (HEADERS + CONTINUATIONs) arriving now: at most one,
     /// as a block's frames may not interleave with others.
     private struct HeaderBlock {
+        /// A head whose decoded list reaches this many times the limit is reset.
+        static let overrunFactor = 4
         var streamId: Int32 = 0  // 0: none
         /// The stream's slot, -1 if it has none (checked against `streamId` before use).
         var slot = -1
@@ -255,14 +257,22 @@ final class HTTP2Session {
         }
 
         /// One decoded field of stream `id`'s block (ignored for another
-        /// stream's). False: trailers passed the header list limit, and
-        /// nghttp2 is to reset the stream.
+        /// stream's). False: trailers passed the header list limit, or a head
+        /// decoded to `overrunFactor` times it, and nghttp2 is to reset the
+        /// stream.
         mutating func add(
             _ id: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, limit: Int, client: Bool
         ) -> Bool {
             guard id == streamId else { return true }
             listBytes += name.count + value.count + 32
-            if overLimit { return true }  // past the limit: the rest is decoded and dropped
+            if overLimit {
+                // Past the limit the rest is decoded and dropped, so the owner can
+                // answer 431; but HPACK references to one big table entry decode
+                // to far more than was sent, and nghttp2 checks every decoded
+                // byte: a block that keeps going is reset, and nghttp2 then only
+                // keeps its table in step, checking nothing.
+                return listBytes <= limit * Self.overrunFactor
+            }
             if listBytes > limit {
                 // Trailers: nghttp2 resets the stream.
                 guard isHead else { return false }
@@ -995,7 +1005,9 @@ final class HTTP2Session {
         let id = frame.pointee.hd.stream_id
         // One exclusive access to `block` per field, whatever the field touches.
         guard block.add(id, name, value, limit: settings.maxHeaderListBytes, client: isClient) else {
-            events.append(.trailersTooLarge(id))
+            // A head reset this way gets no answer (it would have been a 431):
+            // the stream's close tells its owner.
+            if !block.isHead { events.append(.trailersTooLarge(id)) }
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         return 0
@@ -1080,7 +1092,9 @@ final class HTTP2Session {
         case NGHTTP2_DATA.rawValue:
             if endStream {
                 events.append(.end(id))
-            } else if hd.length == 0 {
+            } else if hd.length <= frame.pointee.data.padlen {
+                // No data, padding only or nothing at all (`length` counts the
+                // padding and its length byte): budgeted as empty.
                 events.append(.emptyDataReceived(id))
             }
         case NGHTTP2_SETTINGS.rawValue:
@@ -1102,10 +1116,19 @@ final class HTTP2Session {
         return 0
     }
 
+    /// A DATA chunk is passed on as a view of the fed buffer when it is at
+    /// least this fraction of the buffer's capacity, else copied.
+    static let viewFraction = 8
+
     fileprivate func cbDataChunk(_ streamId: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
         let p = UnsafeRawPointer(data)
         var chunk: ByteBuffer
+        // A view keeps the whole fed buffer alive while the chunk waits (for
+        // the gate, a free upstream, an upstream slow to take it): a chunk
+        // small beside it is copied, so a client sending a byte of body per
+        // read cannot make each window byte hold a 64 KiB buffer.
         if let inbound, p >= inbound.base, p + len <= inbound.base + inbound.count,
+            len >= inbound.buffer.capacity / Self.viewFraction,
             let slice = inbound.buffer.getSlice(at: inbound.buffer.readerIndex + (p - inbound.base), length: len)
         {
             chunk = slice  // zero copy: a view of the fed buffer

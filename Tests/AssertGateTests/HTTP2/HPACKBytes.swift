@@ -17,6 +17,24 @@ enum HPACKBytes {
         [0x00] + string(name) + string(value)
     }
 
+    /// A literal field added to the dynamic table (RFC 7541 §6.2.1), any length.
+    static func indexedLiteral(_ name: String, _ value: String) -> [UInt8] {
+        [0x40] + long(Array(name.utf8)) + long(Array(value.utf8))
+    }
+
+    /// A string literal without Huffman coding, its length as a 7-bit-prefix integer.
+    private static func long(_ b: [UInt8]) -> [UInt8] {
+        guard b.count >= 127 else { return [UInt8(b.count)] + b }
+        var out: [UInt8] = [0x7F]
+        var n = b.count - 127
+        while n >= 128 {
+            out.append(UInt8(n & 0x7F) | 0x80)
+            n >>= 7
+        }
+        out.append(UInt8(n))
+        return out + b
+    }
+
     /// A string literal without Huffman coding (lengths under 127).
     private static func string(_ s: String) -> [UInt8] {
         let b = Array(s.utf8)

@@ -225,6 +225,30 @@ final class QueuedSource: HTTP2DataSource {
         #expect(answer.streamId == 1)
     }
 
+    /// One big dynamic-table entry, then a head of one-byte references to it:
+    /// it decodes to far more than was sent, and nghttp2 checks every decoded
+    /// byte. Past four times the limit the stream is reset (nghttp2 then only
+    /// keeps its table in step) instead of decoding on for a 431; the
+    /// connection serves on.
+    @Test func aHeadOfReferencesToABigEntryIsResetNotDecodedOn() throws {
+        let session = try makeSession { $0.maxHeaderListBytes = 16 << 10 }
+        let entry = HPACKBytes.indexedLiteral("x", String(repeating: "a", count: 4000))
+        let bomb = RawH2Frame(
+            .headers, flags: RawH2Frame.endHeaders | RawH2Frame.endStream, stream: 3,
+            payload: HPACKBytes.methodGET + HPACKBytes.schemeHTTP + HPACKBytes.pathRoot + HPACKBytes.literal(index: 1, "gw.test")
+                + [UInt8](repeating: 0xBE, count: 4000))  // 16 MB decoded from 4 KB
+        let input =
+            RawH2Frame.preface + RawH2Frame(.settings).bytes + Self.requestHeaders(1, endStream: true, entry).bytes + bomb.bytes
+            + Self.requestHeaders(5, endStream: true).bytes
+        let events = try feed(session, input)
+        #expect(events.contains { if case .head(1, _, endStream: true) = $0 { true } else { false } })
+        #expect(!events.contains { if case .head(3, _, _) = $0 { true } else { false } })
+        #expect(!events.contains { if case .headTooLarge(3, _) = $0 { true } else { false } })
+        #expect(events.contains { if case .head(5, _, endStream: true) = $0 { true } else { false } })
+        let resets = try drainFrames(session).filter { $0.kind == .rstStream }
+        #expect(resets.map(\.streamId) == [3])
+    }
+
     @Test func trailersOverTheLimitResetTheirStream() throws {
         let session = try makeSession { $0.maxHeaderListBytes = 300 }
         let trailers = RawH2Frame(
@@ -252,6 +276,7 @@ final class QueuedSource: HTTP2DataSource {
             + ping.bytes + ping.bytes
             + RawH2Frame(.settings, flags: RawH2Frame.ack).bytes  // an ACK is not the peer's own SETTINGS
             + RawH2Frame(.data, stream: 1).bytes  // empty, stream open
+            + RawH2Frame(.data, flags: 0x8, stream: 1, payload: [0]).bytes  // padded, no data: empty too
             + RawH2Frame(.data, flags: RawH2Frame.endStream, stream: 1).bytes  // empty but ends the stream
             + RawH2Frame(.rstStream, stream: 1, payload: RawH2Frame.be32(8)).bytes
         let events = try feed(session, input)
@@ -267,13 +292,32 @@ final class QueuedSource: HTTP2DataSource {
             default: nil
             }
         }
-        #expect(names == ["settings", "ping", "ping", "empty-data 1", "end 1", "reset 1", "closed 1 8"])
+        #expect(names == ["settings", "ping", "ping", "empty-data 1", "empty-data 1", "end 1", "reset 1", "closed 1 8"])
         #expect(!session.hasOpenStreams)
         let acks = try drainFrames(session).filter { $0.kind == .ping && $0.flags == RawH2Frame.ack }
         #expect(acks.count == 2)
     }
 
     // MARK: bodies
+
+    /// A chunk small beside the buffer it came in is copied: a view would keep
+    /// the whole buffer alive while the chunk waits (a byte of body per 64 KiB
+    /// read). A chunk that fills a good part of it stays a view.
+    @Test func aSmallChunkOfABigReadIsCopied() throws {
+        let session = try makeSession()
+        let head = Self.requestHeaders(1, endStream: false)
+        var input = ByteBuffer()
+        input.reserveCapacity(64 << 10)
+        input.writeBytes(RawH2Frame.preface + RawH2Frame(.settings).bytes + head.bytes)
+        input.writeBytes(RawH2Frame(.data, stream: 1, payload: [7]).bytes)
+        input.writeBytes(RawH2Frame(.data, stream: 1, payload: [UInt8](repeating: 8, count: 16_000)).bytes)
+        var events: [HTTP2Session.Event] = []
+        try session.feed(input, into: &events)
+        let chunks = events.compactMap { e -> ByteBuffer? in if case .data(1, let c) = e { c } else { nil } }
+        #expect(chunks.map(\.readableBytes) == [1, 16_000])
+        #expect(chunks.first.map { $0.storageCapacity < 1024 } == true, "the one-byte chunk keeps its own storage")
+        #expect(chunks.last?.storageCapacity == input.storageCapacity, "the big one is a view")
+    }
 
     @Test func dataThatLiesInTheFedBufferIsASliceOfIt() throws {
         let session = try makeSession()
