@@ -149,8 +149,19 @@ final class ConfigReader {
             error(at: node, "\(view.path(key)): must be greater than 0, got \(scalar.string)")
             return nil
         }
+        // Rates and budgets become integers at run time (a token bucket's
+        // burst, nghttp2's reset limit): a value past this traps converting.
+        if value > Self.maxNumber {
+            error(at: node, "\(view.path(key)): must be at most \(Int(Self.maxNumber)), got \(scalar.string)")
+            return nil
+        }
         return value
     }
+
+    static let maxNumber: Double = 1_000_000_000
+    /// Longer waits are mistakes, and sums of them (an idle timeout past the
+    /// longest wait) must not overflow.
+    static let maxDuration: TimeAmount = .hours(24 * 30)
 
     private func checkRange(_ value: Int, node: Node, path: String, min: Int?, max: Int?) -> Int? {
         if let min, value < min {
@@ -171,6 +182,10 @@ final class ConfigReader {
             let amount = try DurationParser.parse(text)
             if !allowZero && amount.nanoseconds == 0 {
                 error(at: node, "\(view.path(key)): must be greater than 0")
+                return nil
+            }
+            if amount > Self.maxDuration {
+                error(at: node, "\(view.path(key)): must be at most 30 days, got '\(text)'")
                 return nil
             }
             return amount

@@ -228,10 +228,13 @@ struct ConfigSectionParser {
             guard case .mapping(let m) = n, case .mapping(let h)? = m["headers"] else { return nil }
             return Set(h.keys.compactMap(\.string))
         } ?? []
-        for (key, name) in [("keyId", a.headers.keyId), ("assertion", a.headers.assertion), ("challenge", a.headers.challenge)]
+        for (key, name) in [
+            ("keyId", a.headers.keyId), ("assertion", a.headers.assertion), ("challenge", a.headers.challenge),
+            ("deviceToken", a.headers.deviceToken),
+        ]
         where !explicit.contains(key) && name.lowercased().hasPrefix(prefix) {
             reader.error(top.entries["trust"]?.key.mark?.line,
-                "trust.headerPrefix: '\(trustPrefix)' would strip the assertion header \(name); rename attestation.headers.\(key)")
+                "trust.headerPrefix: '\(trustPrefix)' would strip the header \(name); rename attestation.headers.\(key)")
         }
         guard let node else { return a }
         guard let view = reader.mapping(node, path: "attestation", section: .attestation) else { return a }

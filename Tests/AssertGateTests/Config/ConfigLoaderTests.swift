@@ -715,8 +715,9 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             "config.yaml:11: attestation.headers.challenge: 'x-assertgate-assertion' starts with trust.headerPrefix 'X-AssertGate-' and would be stripped",
         ])
         #expect(errors(minimalYAML + "trust: {headerPrefix: AssertGate-}\nattestation: {headers: {keyId: K-Id}}\n") == [
-            "config.yaml:8: trust.headerPrefix: 'AssertGate-' would strip the assertion header AssertGate-Assertion; rename attestation.headers.assertion",
-            "config.yaml:8: trust.headerPrefix: 'AssertGate-' would strip the assertion header AssertGate-Challenge; rename attestation.headers.challenge",
+            "config.yaml:8: trust.headerPrefix: 'AssertGate-' would strip the header AssertGate-Assertion; rename attestation.headers.assertion",
+            "config.yaml:8: trust.headerPrefix: 'AssertGate-' would strip the header AssertGate-Challenge; rename attestation.headers.challenge",
+            "config.yaml:8: trust.headerPrefix: 'AssertGate-' would strip the header AssertGate-Device-Token; rename attestation.headers.deviceToken",
         ])
         #expect(errors(minimalYAML + "attestation: {prefix: /x/}\n") == [
             "config.yaml:8: attestation.prefix: '/x/' must not end with '/'"
@@ -945,6 +946,40 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             yaml += "a\(i): &a\(i) [" + Array(repeating: "*a\(i - 1)", count: 10).joined(separator: ", ") + "]\n"
         }
         #expect(errors(yaml) == ["config.yaml: more than 100000 YAML nodes (alias expansion?)"])
+    }
+
+    /// An alias used as a mapping key: Yams hashes each key while it
+    /// composes, so the expanded tree cost its whole size before the composed
+    /// file was counted (a hang). Counted on the parser's events first.
+    @Test func anAliasBombUsedAsAKeyIsRefusedBeforeComposing() {
+        var yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        for i in 1..<9 {
+            yaml += "a\(i): &a\(i) [" + Array(repeating: "*a\(i - 1)", count: 10).joined(separator: ", ") + "]\n"
+        }
+        yaml += "*a8: 1\n"
+        let started = ContinuousClock.now
+        #expect(errors(yaml) == ["config.yaml: more than 100000 YAML nodes (alias expansion?)"])
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    /// Past these bounds a value traps converting or summing at run time.
+    @Test func durationsAndNumbersHaveUpperBounds() {
+        #expect(errors(minimalPlus("limits: {requestBodyTimeout: 744h}\n")).first?.contains("at most 30 days") == true)
+        #expect(errors(minimalPlus("limits: {streamResetRate: {perSecond: 1e20, burst: 10}}\n")).first?
+            .contains("at most 1000000000") == true)
+        #expect(errors(minimalPlus("limits: {requestBodyTimeout: 720h}\n")).isEmpty)
+    }
+
+    /// The device-token header, like the assertion headers, must not fall
+    /// under a custom trust prefix (it would be stripped before it is read).
+    @Test func aTrustPrefixThatWouldStripTheDeviceTokenIsAnError() {
+        let e = errors(minimalPlus("""
+            trust: {headerPrefix: AssertGate-}
+            attestation:
+              headers: {keyId: X-Key-Id, assertion: X-Assertion, challenge: X-Challenge}
+
+            """))
+        #expect(e.contains { $0.contains("AssertGate-Device-Token") && $0.contains("attestation.headers.deviceToken") }, "\(e)")
     }
 
     @Test func unreadableConfigFile() {
