@@ -45,15 +45,18 @@ struct ConfigSectionParser {
         }
         if items.isEmpty { reader.error(at: node, "listeners: at least one listener is required") }
         var result: [ListenerConfig] = []
-        var seen: [HostPort: Int] = [:]
+        var seen: [(address: HostPort, index: Int)] = []
         for (i, item) in items.enumerated() {
             let path = "listeners[\(i)]"
             guard let view = reader.mapping(item, path: path, section: .listener) else { continue }
             guard let address = address(view, "address", required: true) else { continue }
-            if address.port != 0, let first = seen[address] {
-                reader.error(at: view["address"], "\(path).address: \(address) is already used by listeners[\(first)]")
+            // Caught here rather than by serve's bind failing (check-config passed).
+            if let first = seen.first(where: { $0.address.overlaps(address) }) {
+                reader.error(
+                    at: view["address"],
+                    "\(path).address: \(address) overlaps listeners[\(first.index)] (\(first.address)): both cannot be bound")
             }
-            seen[address] = i
+            seen.append((address, i))
             var tls: TLSConfig?
             if let tlsNode = view["tls"],
                 let tv = reader.mapping(tlsNode, path: "\(path).tls", section: .listenerTLS)
@@ -781,12 +784,12 @@ struct ConfigSectionParser {
     }
 
     func crossCheck(listeners: [ListenerConfig], admin: AdminConfig, top: ConfigReader.MappingView) {
-        if admin.address.port != 0, let i = listeners.firstIndex(where: { $0.address == admin.address }) {
+        if let i = listeners.firstIndex(where: { $0.address.overlaps(admin.address) }) {
             let line = top["admin"].flatMap { node -> Int? in
                 if case .mapping(let m) = node, let a = m["address"] { return a.mark?.line }
                 return node.mark?.line
             }
-            reader.error(line, "admin.address: \(admin.address) is also listeners[\(i)]")
+            reader.error(line, "admin.address: \(admin.address) overlaps listeners[\(i)] (\(listeners[i].address)): both cannot be bound")
         }
     }
 

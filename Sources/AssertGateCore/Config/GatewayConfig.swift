@@ -53,6 +53,17 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
         self.port = port
     }
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// Both cannot be bound at once: the same port, and the same host or a
+    /// wildcard on either side (`0.0.0.0` and `::` take every address, the
+    /// latter both families on Linux), `localhost` read as `127.0.0.1`.
+    func overlaps(_ other: HostPort) -> Bool {
+        guard port == other.port, port != 0 else { return false }
+        let wildcards: Set<String> = ["0.0.0.0", "::", "*", ""]
+        if wildcards.contains(host) || wildcards.contains(other.host) { return true }
+        func plain(_ h: String) -> String { h.lowercased() == "localhost" ? "127.0.0.1" : h.lowercased() }
+        return plain(host) == plain(other.host)
+    }
 }
 
 public struct ListenerConfig: Sendable {

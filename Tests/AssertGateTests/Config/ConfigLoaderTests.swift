@@ -398,9 +398,24 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             of: "[{address: 127.0.0.1:8080}]", with: "[{address: 127.0.0.1:8080}, {address: 127.0.0.1:8080}]")
             + "admin: {address: 127.0.0.1:8080}\n"
         #expect(errors(yaml) == [
-            "config.yaml:1: listeners[1].address: 127.0.0.1:8080 is already used by listeners[0]",
-            "config.yaml:8: admin.address: 127.0.0.1:8080 is also listeners[0]",
+            "config.yaml:1: listeners[1].address: 127.0.0.1:8080 overlaps listeners[0] (127.0.0.1:8080): both cannot be bound",
+            "config.yaml:8: admin.address: 127.0.0.1:8080 overlaps listeners[0] (127.0.0.1:8080): both cannot be bound",
         ])
+    }
+
+    /// Addresses that differ as text but cannot both be bound (a wildcard
+    /// takes the port on every address; `::` on both families): refused
+    /// here, not by serve's bind after check-config said OK.
+    @Test(arguments: [
+        ("0.0.0.0:8080", "127.0.0.1:8080"), ("\"[::]:8080\"", "0.0.0.0:8080"), ("localhost:8080", "127.0.0.1:8080"),
+    ])
+    func overlappingAddresses(first: String, second: String) {
+        let yaml = minimalYAML.replacingOccurrences(
+            of: "[{address: 127.0.0.1:8080}]", with: "[{address: \(first)}, {address: \(second)}]")
+        #expect(errors(yaml).first?.contains("overlaps listeners[0]") == true, "\(errors(yaml))")
+        let apart = minimalYAML.replacingOccurrences(
+            of: "[{address: 127.0.0.1:8080}]", with: "[{address: 127.0.0.1:8080}, {address: 127.0.0.2:8080}]")
+        #expect(errors(apart).isEmpty)
     }
 
     @Test func tlsFilesMustExist() throws {
