@@ -25,6 +25,17 @@ extension GatewayConfig {
         // receipt refresh: say so rather than let an operator believe risk is checked.
         out += RulesSummary.warnings(self)
         out += methodFallThroughWarnings
+        // bindBody buffers a body whole within the worker's budget: one larger
+        // than the budget is refused 503 however idle the gateway is (and the
+        // default budget depends on the machine).
+        let budget = limits.effectiveMaxBufferedBodyBytes
+        for (i, route) in routes.enumerated() where route.mode != .passthrough && route.bindBody && route.maxBodyBytes > budget {
+            let sized = limits.maxBufferedBodyBytes == nil ? " (sized for this machine)" : ""
+            out.append(
+                "routes[\(i)].maxBodyBytes \(SizeParser.format(route.maxBodyBytes)) is over limits.maxBufferedBodyBytes "
+                    + "\(SizeParser.format(budget)) per worker\(sized): bindBody buffers bodies whole, and one that large "
+                    + "always gets 503 gateway-busy")
+        }
         if case .memory = store, attestation.rampUp != nil {
             out.append("attestation.rampUp with store memory: the budget is this process's only, not shared with other gateways")
         }

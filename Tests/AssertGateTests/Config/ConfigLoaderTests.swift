@@ -1008,6 +1008,19 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
 }
 
 @Suite struct ConfigWarningTests {
+    /// A bound body larger than the worker's buffering budget can never be
+    /// buffered: check-config says so.
+    @Test func aBoundBodyOverTheBufferBudgetIsWarned() throws {
+        let config = try load(minimalYAML.replacingOccurrences(
+            of: "- {match: {prefix: /api/}, upstream: api, mode: enforce}",
+            with: "- {match: {prefix: /api/}, upstream: api, mode: enforce, maxBodyBytes: 2MiB}")
+            + "limits: {maxBufferedBodyBytes: 1MiB}\n")
+        #expect(config.warnings.contains { $0.hasPrefix("routes[0].maxBodyBytes 2MiB is over limits.maxBufferedBodyBytes 1MiB") },
+                "\(config.warnings)")
+        let fits = try load(minimalYAML + "limits: {maxBufferedBodyBytes: 1MiB}\n")
+        #expect(!fits.warnings.contains { $0.contains("maxBufferedBodyBytes") })
+    }
+
     @Test func riskySettingsAreWarned() throws {
         let dir = try TempDir()
         defer { dir.remove() }
