@@ -11,7 +11,8 @@ public struct ConfigLoader: Sendable {
     public var environment: [String: String]
     public static let maxFileBytes = 1 << 20
     static let maxSecretBytes = 64 << 10
-    /// Bounds alias expansion ("billion laughs") while walking the tree.
+    /// Bounds alias expansion ("billion laughs"), counted by `YAMLExpansion`
+    /// before the file is composed.
     static let maxNodes = 100_000
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -43,11 +44,11 @@ public struct ConfigLoader: Sendable {
     public func load(yaml: String, filename: String, baseDirectory: String? = nil) throws(ConfigError) -> GatewayConfig {
         let base = baseDirectory ?? filename.lastIndex(of: "/").map { String(filename[..<$0]) }.map { $0.isEmpty ? "/" : $0 }
         let reader = ConfigReader(filename: filename)
-        let root: Node?
         guard YAMLExpansion.fits(yaml, limit: Self.maxNodes) else {
             throw ConfigError(diagnostics: [ConfigDiagnostic(
                 file: filename, line: nil, message: "more than \(Self.maxNodes) YAML nodes (alias expansion?)")])
         }
+        let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
         } catch let error as YamlError {
@@ -57,11 +58,6 @@ public struct ConfigLoader: Sendable {
         }
         guard let root, !root.isNull else {
             throw ConfigError(diagnostics: [ConfigDiagnostic(file: filename, line: nil, message: "the file is empty")])
-        }
-        var budget = Self.maxNodes
-        guard Self.countNodes(root, budget: &budget) else {
-            throw ConfigError(diagnostics: [ConfigDiagnostic(
-                file: filename, line: nil, message: "more than \(Self.maxNodes) YAML nodes (alias expansion?)")])
         }
         let parser = ConfigSectionParser(reader: reader, environment: environment, baseDirectory: base)
         let config = parser.parse(root)
@@ -75,24 +71,6 @@ public struct ConfigLoader: Sendable {
             throw ConfigError(diagnostics: diagnostics)
         }
         return config
-    }
-
-    private static func countNodes(_ node: Node, budget: inout Int) -> Bool {
-        budget -= 1
-        if budget < 0 { return false }
-        switch node {
-        case .mapping(let m):
-            for (k, v) in m {
-                guard countNodes(k, budget: &budget), countNodes(v, budget: &budget) else { return false }
-            }
-        case .sequence(let s):
-            for v in s {
-                guard countNodes(v, budget: &budget) else { return false }
-            }
-        case .scalar, .alias:
-            break
-        }
-        return true
     }
 
     static func diagnostic(for error: YamlError, filename: String) -> ConfigDiagnostic {

@@ -9,8 +9,7 @@ enum YAMLExpansion {
     /// False when `yaml` expands to more than `limit` nodes. A text libyaml
     /// cannot parse passes: the parser that follows reports it, with its line.
     static func fits(_ yaml: String, limit: Int) -> Bool {
-        var bytes = Array(yaml.utf8)
-        return bytes.withUnsafeMutableBufferPointer { input -> Bool in
+        Array(yaml.utf8).withUnsafeBufferPointer { input -> Bool in
             var parser = yaml_parser_t()
             guard yaml_parser_initialize(&parser) == 1 else { return true }
             defer { yaml_parser_delete(&parser) }
