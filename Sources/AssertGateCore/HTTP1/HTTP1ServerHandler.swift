@@ -124,10 +124,12 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         // and a Content-Length that is no number: NIO's parser stops reading
         // after a CONNECT head, and a length read two ways lets a request ride
         // inside a body. Answered 400 and the connection closed.
+        // (The intake frames a Content-Length it cannot read as none.)
         let refusedFraming: Rejection? =
             head.method == .CONNECT
             ? Rejection(.malformedRequest, "CONNECT is not proxied")
-            : RequestIntake.malformedLength(head.headers) ? Rejection(.malformedRequest, "Content-Length is not a number") : nil
+            : body.framing == .none && head.headers.contains(name: "content-length")
+                ? Rejection(.malformedRequest, "Content-Length is not a number") : nil
         if let refusedFraming {
             keepAlive = false
             discardingRequest = true

@@ -105,9 +105,10 @@ enum ASCII {
         return i
     }
 
-    /// Without leading and trailing spaces and tabs.
-    static func trimmed(_ s: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var s = s
+    /// Without leading and trailing spaces and tabs (any byte collection:
+    /// a string's UTF-8 view is trimmed in place, without a copy).
+    static func trimmed<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> Bytes.SubSequence {
+        var s = bytes[...]
         while let f = s.first, f == UInt8(ascii: " ") || f == 0x09 { s = s.dropFirst() }
         while let l = s.last, l == UInt8(ascii: " ") || l == 0x09 { s = s.dropLast() }
         return s
@@ -149,7 +150,7 @@ enum ASCII {
     /// A `Content-Length` value: 1 to 18 digits (so it fits an Int), nothing
     /// else. A list, even of equal values, is refused, as nginx does: passing
     /// it on would break HTTP/2 clients and RFC 9110 §8.6 forbids forwarding it.
-    static func contentLength(_ value: ArraySlice<UInt8>) -> Int? {
+    static func contentLength<Bytes: Collection<UInt8>>(_ value: Bytes) -> Int? {
         guard !value.isEmpty, value.count <= 18 else { return nil }
         var n = 0
         for b in value {

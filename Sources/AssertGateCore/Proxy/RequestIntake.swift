@@ -64,7 +64,8 @@ enum RequestIntake {
                 // did. NIO's hands it over with trailing spaces, and
                 // `Int("44 ")` is nil: such a body went upstream unframed
                 // (a request smuggled behind it). A value it let through that
-                // still reads as no number is refused (`malformedLength`).
+                // still reads as no number is framed as none here, and the
+                // HTTP/1.1 front end refuses the head.
                 guard let n = contentLength(cl) else { return .none }
                 return n == 0 ? .empty : .contentLength(n)
             }
@@ -79,14 +80,7 @@ enum RequestIntake {
     /// A `Content-Length` value without its surrounding spaces and tabs:
     /// digits only (RFC 9110 §8.6), else nil.
     static func contentLength(_ value: String) -> Int? {
-        ASCII.contentLength(ASCII.trimmed(Array(value.utf8)[...]))
-    }
-
-    /// An HTTP/1.1 head whose `Content-Length` is no number: the parser and
-    /// the gateway would disagree on where the body ends.
-    static func malformedLength(_ headers: HTTPHeaders) -> Bool {
-        guard let cl = headers.first(name: "content-length") else { return false }
-        return contentLength(cl) == nil
+        ASCII.contentLength(ASCII.trimmed(value.utf8))
     }
 }
 
