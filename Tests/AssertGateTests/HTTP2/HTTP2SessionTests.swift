@@ -483,7 +483,11 @@ final class QueuedSource: HTTP2DataSource {
         #expect(client.responses[id]?.errorCode == 0)
     }
 
-    @Test func oneDrainMovesNoMoreThanItsCap() throws {
+    /// A session whose drains move at most 20,000 bytes, answering a
+    /// client's GET with `bytes` of body (not yet drained).
+    private func cappedResponse(bytes: Int) throws
+        -> (session: HTTP2Session, client: TestH2Client, id: Int32, events: [HTTP2Session.Event])
+    {
         let session = try makeSession { $0.maxOutputPerDrain = 20_000 }
         let client = TestH2Client()
         let id = client.request("GET", "/r")
@@ -491,7 +495,12 @@ final class QueuedSource: HTTP2DataSource {
         try session.feed(client.drainOutput(), into: &events)
         client.feed(try drainAll(session, events: &events))  // SETTINGS and the like
         try session.submitResponse(
-            id, status: 200, headers: [:], body: QueuedSource([UInt8](repeating: 2, count: 60_000), ended: true))
+            id, status: 200, headers: [:], body: QueuedSource([UInt8](repeating: 2, count: bytes), ended: true))
+        return (session, client, id, events)
+    }
+
+    @Test func oneDrainMovesNoMoreThanItsCap() throws {
+        var (session, client, id, events) = try cappedResponse(bytes: 60_000)
 
         var out: ByteBuffer?
         #expect(try session.drain(into: &out, events: &events))
@@ -509,14 +518,7 @@ final class QueuedSource: HTTP2DataSource {
     /// `mem_send`, so it still wants to write too; `wantsWrite` does not lean
     /// on that).
     @Test func trailersQueuedByTheDrainThatHitItsCapGoOutNext() throws {
-        let session = try makeSession { $0.maxOutputPerDrain = 20_000 }
-        let client = TestH2Client()
-        let id = client.request("GET", "/r")
-        var events: [HTTP2Session.Event] = []
-        try session.feed(client.drainOutput(), into: &events)
-        client.feed(try drainAll(session, events: &events))
-        try session.submitResponse(
-            id, status: 200, headers: [:], body: QueuedSource([UInt8](repeating: 2, count: 30_000), ended: true))
+        var (session, client, id, events) = try cappedResponse(bytes: 30_000)
         session.setTrailers(id, ["grpc-status": "0"])
 
         var out: ByteBuffer?

@@ -35,6 +35,16 @@ extension Integration {
                 configure: configure)
         }
 
+        /// `h2_trailer_client.py` through the gateway: 5 bytes and request
+        /// trailers to `path`, whose answer is the upstream's echo.
+        static func postWithTrailers(_ h: Harness, _ path: String) async throws -> Echo {
+            let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("h2_trailer_client.py").path
+            let r = try await Run.tool("/usr/bin/python3", [client, String(h.port), path])
+            #expect(r.status == 0, "\(r.stderr)")
+            return try JSONDecoder().decode(Echo.self, from: Data(r.stdout.utf8))
+        }
+
         /// Straight from the upstream (not through the gateway).
         static func stats(_ up: PythonScriptServer) async throws -> Stats {
             let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "http://127.0.0.1:\(up.port)/stats"])
@@ -73,11 +83,7 @@ extension Integration {
             let up = try Self.upstream()
             defer { up.stop() }
             let h = try await Self.gateway(up)
-            let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("h2_trailer_client.py").path
-            let r = try await Run.tool("/usr/bin/python3", [client, String(h.port), "/echo"])
-            #expect(r.status == 0, "\(r.stderr)")
-            let echo = try JSONDecoder().decode(Echo.self, from: Data(r.stdout.utf8))
+            let echo = try await Self.postWithTrailers(h, "/echo")
             #expect(echo.bodyLength == 5)
             #expect(echo.trailers["x-client-trailer"] == "1")
             #expect(echo.trailers["x-assertgate-trust"] == nil)
@@ -113,11 +119,7 @@ extension Integration {
             let h = try await Self.gateway(up)
             let warm = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/ok"])
             #expect(warm.stdout == "ok")
-            let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("h2_trailer_client.py").path
-            let r = try await Run.tool("/usr/bin/python3", [client, String(h.port), "/refuse-once-echo"])
-            #expect(r.status == 0, "\(r.stderr)")
-            let echo = try JSONDecoder().decode(Echo.self, from: Data(r.stdout.utf8))
+            let echo = try await Self.postWithTrailers(h, "/refuse-once-echo")
             #expect(echo.bodyLength == 5)
             #expect(echo.trailers["x-client-trailer"] == "1")
             #expect(try await Self.stats(up).connections == 3)  // refused on the first, sent again on a second
