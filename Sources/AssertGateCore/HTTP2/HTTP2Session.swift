@@ -538,6 +538,11 @@ final class HTTP2Session {
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
                 value: UInt32(clamping: settings.maxHeaderListBytes)),
+            // RFC 9218: no RFC 7540 priority tree. A proxy answers each stream
+            // as its upstream does, so the tree would only order writes; kept,
+            // nghttp2 builds it from every PRIORITY frame and keeps closed
+            // streams in it, work a peer can multiply. nghttpx sends it too.
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
         ]
         let srv = nghttp2_submit_settings(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         guard srv == 0 else { throw HTTP2SessionError(code: srv) }

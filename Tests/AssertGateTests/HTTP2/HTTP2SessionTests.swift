@@ -172,6 +172,7 @@ final class QueuedSource: HTTP2DataSource {
         #expect(advertised[3] == 7)  // MAX_CONCURRENT_STREAMS
         #expect(advertised[4] == 256 << 10)  // INITIAL_WINDOW_SIZE
         #expect(advertised[6] == 16 << 10)  // MAX_HEADER_LIST_SIZE
+        #expect(advertised[9] == 1)  // NO_RFC7540_PRIORITIES: no priority tree for PRIORITY frames to build
         let window = try #require(frames.first { $0.kind == .windowUpdate })
         #expect(window.streamId == 0)
         #expect(window.word(0) == UInt32((1 << 20) - 65535))  // the connection window up to 1 MiB
