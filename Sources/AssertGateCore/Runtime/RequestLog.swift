@@ -54,7 +54,9 @@ public final class RequestLog: RequestObserver {
     }
 }
 
-/// Hands every finished request to each observer in turn (metrics, then the log).
+/// Hands every event to each observer in turn (metrics, then the log). Each
+/// method of `RequestObserver` is forwarded: one left to the protocol's empty
+/// default would be lost for every observer behind this one.
 public final class RequestObservers: RequestObserver {
     private let observers: [any RequestObserver]
 
@@ -64,5 +66,23 @@ public final class RequestObservers: RequestObserver {
 
     public func requestFinished(_ summary: RequestSummary) {
         for o in observers { o.requestFinished(summary) }
+    }
+    public func timedOut(_ kind: RequestTimeoutKind) {
+        for o in observers { o.timedOut(kind) }
+    }
+    public func requestOpened() {
+        for o in observers { o.requestOpened() }
+    }
+    public func requestClosed() {
+        for o in observers { o.requestClosed() }
+    }
+    public func connectionOpened(http2: Bool) {
+        for o in observers { o.connectionOpened(http2: http2) }
+    }
+    public func connectionClosed(http2: Bool) {
+        for o in observers { o.connectionClosed(http2: http2) }
+    }
+    public func connectionRefused(_ reason: ConnectionRefusal) {
+        for o in observers { o.connectionRefused(reason) }
     }
 }
