@@ -77,7 +77,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
             return [
                 "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
                 "requestBodyTimeout", "minRequestBodyRate", "streamWriteTimeout", "maxBufferedBodyBytes",
-                "underscoresInHeaders",
+                "underscoresInHeaders", "maxConnections", "maxConnectionsPerAddress",
             ]
         case .fraudMetric:
             return ["teamId", "keyId", "privateKey", "baseURL", "developmentBaseURL", "refreshEvery", "pollEvery", "caFile"]

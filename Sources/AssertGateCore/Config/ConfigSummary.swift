@@ -93,6 +93,8 @@ public enum ConfigSummary {
         out.append("  requestBodyTimeout \(DurationParser.format(l.requestBodyTimeout)), minRequestBodyRate \(bodyRate(l.minRequestBodyRate)), "
             + "streamWriteTimeout \(DurationParser.format(l.streamWriteTimeout)), maxBufferedBodyBytes \(SizeParser.format(l.effectiveMaxBufferedBodyBytes)) per worker\(l.maxBufferedBodyBytes == nil ? " (sized for this machine)" : ""), "
             + "underscoresInHeaders \(l.underscoresInHeaders.rawValue)")
+        out.append("  maxConnections \(l.effectiveMaxConnections)\(l.maxConnections == nil ? " (half the descriptor limit)" : ""), "
+            + "maxConnectionsPerAddress \(l.maxConnectionsPerAddress.map(String.init) ?? "none")")
         if let f = config.fraudMetric {
             out.append("fraudMetric: team \(f.teamId), key \(f.keyId) (\(source(f.privateKey))), production \(f.baseURL), development \(f.developmentBaseURL), every \(DurationParser.format(f.refreshEvery)), "
                 + "schedule checked every \(DurationParser.format(f.pollEvery)), server verified against \(f.caFile ?? "the system trust store")")

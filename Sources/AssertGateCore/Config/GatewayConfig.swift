@@ -518,6 +518,21 @@ public struct LimitsConfig: Sendable {
         let share = Int(clamping: ProcessInfo.processInfo.physicalMemory / 8) / workers
         return min(512 << 20, max(16 << 20, share))
     }
+    /// Client connections open at once in the process (every listener and
+    /// worker); past it new ones are closed as they are accepted. nil (not
+    /// set in the file): `defaultMaxConnections`, sized for the descriptor limit.
+    public var maxConnections: Int?
+    public var effectiveMaxConnections: Int { maxConnections ?? Self.defaultMaxConnections }
+    /// Half the descriptors the process may open (`serve` raises its soft
+    /// limit to the hard one): the other half stays for upstream and store
+    /// connections, so a flood of clients cannot leave the gateway unable to
+    /// reach its upstreams.
+    public static var defaultMaxConnections: Int {
+        max(64, FileDescriptorLimit.usable / 2)
+    }
+    /// Client connections open at once from one IPv4 address or one IPv6 /64.
+    /// nil: no cap (clients behind one NAT share an address).
+    public var maxConnectionsPerAddress: Int?
     /// Request headers whose names contain `_`: CGI-style upstreams (WSGI,
     /// Rack, PHP) read `X_Forwarded_For` as `X-Forwarded-For`.
     public var underscoresInHeaders: UnderscoreHeaderPolicy = .drop

@@ -18,6 +18,12 @@ public final class GatewayMetrics: Sendable {
     public let openConnections: MetricFamilyOf<Gauge>
     /// `assertgate_open_streams`
     public let openStreams: Gauge
+    /// `assertgate_connections_refused_total{reason}` (`ConnectionRefusal`)
+    public let connectionsRefusedTotal: MetricFamilyOf<Counter>
+    private let refusedByReason: [ConnectionRefusal: Counter]
+    public func connectionsRefused(_ reason: ConnectionRefusal) -> Counter {
+        refusedByReason[reason] ?? connectionsRefusedTotal.labels(reason.rawValue)
+    }
     /// `assertgate_store_errors_total`
     public let storeErrors: Counter
     /// `assertgate_config_reloads_total{result}` (`success`, `failure`)
@@ -87,6 +93,13 @@ public final class GatewayMetrics: Sendable {
             "assertgate_open_connections", help: "Open downstream connections by protocol.", labelNames: ["protocol"])
         openStreams = registry.gauge("assertgate_open_streams", help: "Open HTTP/2 streams and HTTP/1.1 requests in flight.")
             .labels()
+        connectionsRefusedTotal = registry.counter(
+            "assertgate_connections_refused_total",
+            help: "Client connections closed as they were accepted, by the limit they met: "
+                + "max-connections (limits.maxConnections), max-connections-per-address (limits.maxConnectionsPerAddress).",
+            labelNames: ["reason"])
+        refusedByReason = Dictionary(
+            uniqueKeysWithValues: ConnectionRefusal.allCases.map { [connectionsRefusedTotal] in ($0, connectionsRefusedTotal.labels($0.rawValue)) })
         storeErrors = registry.counter("assertgate_store_errors_total", help: "Store (Redis) commands that failed or timed out.")
             .labels()
         configReloads = registry.counter(

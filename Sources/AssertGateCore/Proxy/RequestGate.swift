@@ -180,6 +180,8 @@ public protocol RequestObserver: AnyObject {
     /// A client connection chose its protocol / closed (`assertgate_open_connections`).
     func connectionOpened(http2: Bool)
     func connectionClosed(http2: Bool)
+    /// A client connection was closed as it was accepted (a connection cap).
+    func connectionRefused(_ reason: ConnectionRefusal)
 }
 
 extension RequestObserver {
@@ -188,6 +190,7 @@ extension RequestObserver {
     public func requestClosed() {}
     public func connectionOpened(http2: Bool) {}
     public func connectionClosed(http2: Bool) {}
+    public func connectionRefused(_ reason: ConnectionRefusal) {}
 }
 
 /// Factories for the per-worker hooks (each called once per event loop).

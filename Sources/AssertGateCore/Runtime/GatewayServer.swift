@@ -13,6 +13,8 @@ public final class GatewayServer: Sendable {
     public let adminPort: Int
     public let metrics: GatewayMetrics
     private let gateway: Gateway
+    /// Client connections open now (what `limits.maxConnections` counts).
+    public var openConnections: Int { gateway.openConnections }
     private let admin: AdminServer
     private let stores: any StoreProvider
     private let refresher: ReceiptRefresher?
@@ -51,6 +53,12 @@ public final class GatewayServer: Sendable {
             throw StartError(description: "\(configPath): \(error)")
         }
         Self.logWarnings(config, logger)
+        let descriptors = FileDescriptorLimit.raise()
+        if config.limits.effectiveMaxConnections > descriptors / 2 {
+            logger.warning(
+                "limits.maxConnections leaves less than half the descriptor limit for upstream and store connections",
+                metadata: ["maxConnections": "\(config.limits.effectiveMaxConnections)", "descriptorLimit": "\(descriptors)"])
+        }
 
         let group = Gateway.makeEventLoopGroup(threads: workers)
         let threadPool = NIOThreadPool(numberOfThreads: 1)

@@ -41,6 +41,7 @@ public final class MetricsObserver: RequestObserver {
 
     public func connectionOpened(http2: Bool) { (http2 ? openHTTP2 : openHTTP1).inc() }
     public func connectionClosed(http2: Bool) { (http2 ? openHTTP2 : openHTTP1).dec() }
+    public func connectionRefused(_ reason: ConnectionRefusal) { metrics.connectionsRefused(reason).inc() }
 
     public func requestFinished(_ summary: RequestSummary) {
         let route = summary.upstream ?? (summary.reason == .noRoute ? "none" : "assertgate")

@@ -14,6 +14,10 @@ public final class Gateway: Sendable {
     private let state: NIOLockedValueBox<State>
     /// Upstream pools that have been exhausted too long, from every worker (`/readyz`).
     public let upstreamHealth = UpstreamHealth()
+    /// `limits.maxConnections` and `maxConnectionsPerAddress`, over every listener.
+    let admission: ConnectionAdmission
+    /// Client connections open now, over every listener and worker.
+    public var openConnections: Int { admission.openConnections }
 
     /// What a listener's new connections start with; a reload may change it.
     struct LiveListener {
@@ -51,6 +55,7 @@ public final class Gateway: Sendable {
         self.logger = logger
         self.hooks = hooks
         self.state = NIOLockedValueBox(State(snapshot: snapshot))
+        self.admission = ConnectionAdmission(.init(snapshot.config.limits))
         var workers: [ObjectIdentifier: NIOLoopBoundBox<Worker>] = [:]
         for loop in group.makeIterator() {
             let worker = Worker(
@@ -115,6 +120,7 @@ public final class Gateway: Sendable {
     private func bind(_ listener: ListenerConfig, live: NIOLockedValueBox<LiveListener>) async throws -> any Channel {
         let workers = self.workers
         let logger = self.logger
+        let admission = self.admission
         return try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -126,6 +132,16 @@ public final class Gateway: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     let worker = box.value
+                    // Before any handler: a refused connection costs no read
+                    // and no handshake. Thrown, it is closed by the bootstrap.
+                    switch admission.admit(channel.remoteAddress) {
+                    case .success(let ticket):
+                        channel.closeFuture.whenComplete { _ in admission.release(ticket) }
+                    case .failure(let refusal):
+                        worker.observer?.connectionRefused(refusal)
+                        worker.noteRefusal(refusal)
+                        throw refusal
+                    }
                     if worker.isQuiescing { throw ChannelError.ioOnClosedChannel }
                     let id = ObjectIdentifier(channel)
                     worker.connectionOpened(id, channel)
@@ -206,6 +222,7 @@ public final class Gateway: Sendable {
     /// changing them needs a restart.)
     public func reload(_ snapshot: GatewaySnapshot) async {
         state.withLockedValue { $0.snapshot = snapshot }
+        admission.update(.init(snapshot.config.limits))
         for (_, box) in workers {
             try? await box.eventLoop.submit { box.value.snapshot = snapshot }.get()
         }

@@ -70,6 +70,19 @@ final class Worker {
         peakConnections = max(peakConnections, connections.count)
     }
 
+    /// When each kind of refusal was last logged: a flood is logged once a minute, counted always.
+    private var refusalLogged: [ConnectionRefusal: NIODeadline] = [:]
+
+    func noteRefusal(_ refusal: ConnectionRefusal) {
+        let now = NIODeadline.now()
+        if let last = refusalLogged[refusal], now - last < .minutes(1) { return }
+        refusalLogged[refusal] = now
+        let key = refusal == .total ? "limits.maxConnections" : "limits.maxConnectionsPerAddress"
+        logger.warning(
+            "client connections refused at accept (logged at most once a minute per worker)",
+            metadata: ["reason": "\(refusal.rawValue)", "limit": "\(key)"])
+    }
+
     func connectionClosed(_ id: ObjectIdentifier) {
         connections.removeValue(forKey: id)
         // A burst has ended (down to a quarter of its peak): glibc keeps the freed

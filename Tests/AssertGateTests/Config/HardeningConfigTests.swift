@@ -30,6 +30,9 @@ import Testing
         let budget = c.limits.effectiveMaxBufferedBodyBytes
         #expect(budget >= 16 << 20 && budget <= 512 << 20)
         #expect(c.limits.underscoresInHeaders == .drop)
+        #expect(c.limits.maxConnections == nil && c.limits.maxConnectionsPerAddress == nil)
+        #expect(c.limits.effectiveMaxConnections >= 64)
+        #expect(ConfigSummary.render(c).contains("(half the descriptor limit), maxConnectionsPerAddress none"))
         let api = try #require(c.upstreams["api"])
         #expect(api.maxConnectionsPerClient == nil)
         #expect(api.effectiveMaxConnectionsPerClient == 32)
@@ -38,7 +41,8 @@ import Testing
     @Test func valuesAreRead() throws {
         let c = try ConfigText.load(
             Self.yaml(
-                limits: "requestBodyTimeout: 3s, minRequestBodyRate: 0, streamWriteTimeout: 5s, maxBufferedBodyBytes: 8MiB, underscoresInHeaders: reject",
+                limits: "requestBodyTimeout: 3s, minRequestBodyRate: 0, streamWriteTimeout: 5s, maxBufferedBodyBytes: 8MiB, underscoresInHeaders: reject, "
+                    + "maxConnections: 5000, maxConnectionsPerAddress: 40",
                 upstream: ", maxConnectionsPerEndpoint: 10, maxConnectionsPerClient: 7"))
         #expect(c.limits.requestBodyTimeout == .seconds(3))
         #expect(c.limits.minRequestBodyRate == 0)
@@ -50,6 +54,8 @@ import Testing
         #expect(summary.contains("maxConnectionsPerClient 7"))
         #expect(summary.contains("requestBodyTimeout 3s, minRequestBodyRate off, streamWriteTimeout 5s"))
         #expect(summary.contains("underscoresInHeaders reject"))
+        #expect(c.limits.effectiveMaxConnections == 5000 && c.limits.maxConnectionsPerAddress == 40)
+        #expect(summary.contains("maxConnections 5000, maxConnectionsPerAddress 40"))
     }
 
     @Test func wrongValuesSayWhatIsWrong() {
@@ -59,6 +65,9 @@ import Testing
         #expect(zero.contains { $0.contains("limits.streamWriteTimeout: must be greater than 0") }, "\(zero)")
         let tiny = ConfigText.errors(Self.yaml(limits: "maxBufferedBodyBytes: 1KiB"))
         #expect(tiny.contains { $0.contains("limits.maxBufferedBodyBytes: must be at least 64KiB") }, "\(tiny)")
+        let none = ConfigText.errors(Self.yaml(limits: "maxConnections: 0, maxConnectionsPerAddress: -1"))
+        #expect(none.contains { $0.contains("limits.maxConnections") }, "\(none)")
+        #expect(none.contains { $0.contains("limits.maxConnectionsPerAddress") }, "\(none)")
         let share = ConfigText.errors(Self.yaml(upstream: ", maxConnectionsPerEndpoint: 4, maxConnectionsPerClient: 5"))
         #expect(share.contains { $0.contains("upstreams.api.maxConnectionsPerClient: 5 exceeds maxConnectionsPerEndpoint (4)") }, "\(share)")
     }

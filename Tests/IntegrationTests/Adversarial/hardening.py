@@ -240,6 +240,33 @@ def hold_slow(port, count, ms, source):  # noqa: D401
     out(ok=ok)
 
 
+def conn_cap(port, sources):
+    """One HTTP/2 connection from each source address in turn (comma-separated,
+    127.0.0.0/8 all reach the loopback), kept open: each is "served" when the
+    gateway answers its preface with SETTINGS, "closed" when the gateway closed
+    it instead. Reports the list, waits for a line, then closes them all."""
+    socks, results = [], []
+    for source in sources.split(","):
+        s = connect(port, source)
+        socks.append(s)
+        try:
+            s.sendall(PREFACE + SettingsFrame(0).serialize())
+            first = b""
+            while len(first) < 9:
+                chunk = s.recv(9 - len(first))
+                if not chunk:
+                    break
+                first += chunk
+            results.append("served" if len(first) == 9 else "closed")
+        except (ConnectionResetError, BrokenPipeError):
+            results.append("closed")
+    out(step="held", results=results)
+    wait_for_line()
+    for s in socks:
+        s.close()
+    out(results=results)
+
+
 def hold_body(port):
     """POST /upload with Content-Length 1000 and one byte of it; waits for a
     line, then closes."""
@@ -552,6 +579,8 @@ def main():
         h1_pipelined(port, int(args[0]))
     elif mode == "hold-slow":
         hold_slow(port, int(args[0]), int(args[1]), args[2])
+    elif mode == "conn-cap":
+        conn_cap(port, args[0])
     elif mode == "hold-body":
         hold_body(port)
     elif mode == "h2-abandon":

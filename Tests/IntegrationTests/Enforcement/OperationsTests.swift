@@ -105,6 +105,41 @@ extension Integration {
             try await h.stop()
         }
 
+        /// `limits.maxConnectionsPerAddress` and `limits.maxConnections` close
+        /// a connection as it is accepted, over raw sockets from three loopback
+        /// addresses; `/metrics` of `serve` counts the refusals and the open
+        /// connections, and a closed connection frees its place.
+        @Test func connectionCapsCloseNewConnectionsAtAccept() async throws {
+            var options = EnforcementHarness.Options()
+            options.extraTopLevel = "limits: {maxConnections: 4, maxConnectionsPerAddress: 3}"
+            let h = try await EnforcementHarness.start(options)
+            let port = String(h.server.ports[0])
+            let sources = ["127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.3"]
+            let client = Integration.HardeningTests.Client(["conn-cap", port, sources.joined(separator: ",")])
+            func metrics() async throws -> String { try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body }
+            let held = try await Integration.HardeningTests.eventuallyAsync(within: 20) {
+                let m = try await metrics()
+                return m.contains(#"assertgate_open_connections{protocol="h2"} 4"#)
+                    && m.contains(#"assertgate_connections_refused_total{reason="max-connections"} 1"#)
+            }
+            let seen = try await metrics()
+            #expect(held, "\(seen)")
+            #expect(seen.contains(#"assertgate_connections_refused_total{reason="max-connections-per-address"} 1"#))
+            #expect(h.server.openConnections == 4)
+            // Full: an ordinary request is closed as well.
+            let refused = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", h.base + "/open/a"])
+            #expect(refused.stdout == "000")
+            client.go()
+            let result = try await client.finish()
+            #expect(result["results"] as? [String] == ["served", "served", "served", "closed", "served", "closed"])
+            #expect(try await Integration.HardeningTests.eventually(within: 10) { h.server.openConnections == 0 })
+            #expect(try await h.send("GET", "/open/a").status == 200)
+            let after = try await metrics()
+            #expect(after.contains(#"assertgate_open_connections{protocol="h2"} 0"#), "\(after)")
+            #expect(after.contains(#"assertgate_connections_refused_total{reason="max-connections"} 2"#))
+            try await h.stop()
+        }
+
         /// Two reloads at once: one runs, the other is refused at once (not
         /// queued), and the running configuration is swapped exactly once.
         @Test func aReloadWhileAnotherRunsIsRefused() async throws {
