@@ -54,7 +54,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .assertionHeaders: return ["keyId", "assertion", "challenge", "deviceToken"]
         case .store: return ["memory", "redis"]
         case .memoryStore: return []
-        case .redis: return ["url", "cluster", "connectTimeout", "commandTimeout", "connectionsPerWorker", "tls"]
+        case .redis: return ["url", "cluster", "password", "connectTimeout", "commandTimeout", "connectionsPerWorker", "tls"]
         case .clientTLS: return ["caFile", "serverName", "certificate", "privateKey"]
         case .trust: return ["headerPrefix", "signingSecret"]
         case .upstream:

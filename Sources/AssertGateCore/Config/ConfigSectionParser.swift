@@ -349,6 +349,12 @@ struct ConfigSectionParser {
             }
             redis.tls = tls
         }
+        if let password = secret(rv, "password") {
+            if parsedURL?.password != nil, let pnode = rv["password"] {
+                reader.error(at: pnode, "store.redis.password: the URL carries a password too; give it in one place")
+            }
+            redis.password = password
+        }
         if let t = reader.duration(rv, "connectTimeout") { redis.connectTimeout = t }
         if let t = reader.duration(rv, "commandTimeout") { redis.commandTimeout = t }
         if let n = reader.int(rv, "connectionsPerWorker", min: 1, max: 64) { redis.connectionsPerWorker = n }

@@ -39,7 +39,8 @@ public enum ConfigSummary {
             let target = r.cluster.isEmpty
                 ? r.endpoint?.description ?? r.redactedURL
                 : "cluster, seeds " + r.cluster.map { (try? RedisURL.parse($0).get())?.description ?? RedisURL.redacted($0) }.joined(separator: " ")
-            out.append("store: redis \(target), connectTimeout \(DurationParser.format(r.connectTimeout)), "
+            let password = r.password.map { ", password \(source($0))" } ?? ""
+            out.append("store: redis \(target)\(password), connectTimeout \(DurationParser.format(r.connectTimeout)), "
                 + "commandTimeout \(DurationParser.format(r.commandTimeout)), connectionsPerWorker \(r.connectionsPerWorker)")
             if r.endpoint?.tls == true {
                 let tls = r.tls ?? ClientTLSConfig()

@@ -14,6 +14,13 @@ extension GatewayConfig {
         for (name, secret) in [("admin.token", admin.token), ("trust.signingSecret", trust.signingSecret)] {
             if secret?.source == .inline { out.append("\(name) is inline in the config file; prefer {file: PATH} or {env: NAME}") }
         }
+        if case .redis(let r) = store {
+            if r.endpoint?.password != nil {
+                out.append("store.redis: the URL carries the password inline in the config file; prefer store.redis.password: {file: PATH} or {env: NAME}")
+            } else if r.password?.source == .inline {
+                out.append("store.redis.password is inline in the config file; prefer {file: PATH} or {env: NAME}")
+            }
+        }
         if case .inline? = fraudMetric?.privateKey.source {
             out.append("fraudMetric.privateKey is inline in the config file; prefer {file: PATH}")
         }

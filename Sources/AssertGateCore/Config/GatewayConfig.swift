@@ -100,7 +100,7 @@ public struct TLSConfig: Sendable {
 }
 
 /// A secret given inline, as `{file: PATH}` or as `{env: NAME}`; resolved at load.
-public struct Secret: Sendable {
+public struct Secret: Sendable, Equatable {
     public enum Source: Sendable, Equatable {
         case inline
         case file(String)
@@ -185,6 +185,9 @@ public struct RedisConfig: Sendable, Equatable {
     public var connectionsPerWorker: Int = 1
     /// `store.redis.tls` (only with `rediss://`; nil = system trust store, the URL's host).
     public var tls: ClientTLSConfig?
+    /// `store.redis.password`: the AUTH password from a file or the
+    /// environment, instead of one in the URL (both is a config error).
+    public var password: Secret?
     public init() {}
 }
 

@@ -10,6 +10,8 @@ extension RedisClientConfiguration {
             url: try seeds.first ?? RedisURL(parsing: config.url), connectTimeout: config.connectTimeout,
             commandTimeout: config.commandTimeout, connections: config.connectionsPerWorker)
         self.clusterSeeds = seeds.map { RedisNodeAddress(host: $0.host, port: $0.port) }
+        // Every node of a cluster is reached with the first seed's credentials.
+        if let password = config.password { url.password = password.value }
         if url.tls {
             let files = config.tls ?? ClientTLSConfig()
             self.tls = try TLSClientContext(

@@ -78,6 +78,9 @@ final class EnforcementHarness: @unchecked Sendable {
         var extraUpstreams: [String] = []
         /// Top-level YAML appended to the file (`limits: {...}`).
         var extraTopLevel = ""
+        /// Redis with `--requirepass`, the gateway given the password as
+        /// `store.redis.password: {file: …}` (single server, no TLS).
+        var redisPassword: String?
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -97,7 +100,9 @@ final class EnforcementHarness: @unchecked Sendable {
             try receiptCA.save(to: caDir)
         }
         let pki = options.redisTLS ? try await TestPKI.shared.value : nil
-        let redis = try RedisServerFixture(tls: pki?.redisServer(requireClientCertificate: true))
+        let redis = try RedisServerFixture(
+            extraArguments: options.redisPassword.map { ["--requirepass", $0] } ?? [],
+            tls: pki?.redisServer(requireClientCertificate: true))
         let cluster = options.redisCluster ? try RedisClusterFixture() : nil
         let store: String
         if let cluster {
@@ -107,6 +112,10 @@ final class EnforcementHarness: @unchecked Sendable {
                 {url: "\(url)", connectTimeout: 1s, commandTimeout: 250ms,
                        tls: {caFile: \(pki.caCertificate), certificate: \(pki.clientCertificate), privateKey: \(pki.clientKey)}}
                 """
+        } else if let password = options.redisPassword {
+            let file = directory + "/redis.password"
+            try (password + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            store = #"{url: "\#(redis.url)", password: {file: \#(file)}, connectTimeout: 250ms, commandTimeout: \#(options.commandTimeout)}"#
         } else {
             store = #"{url: "\#(redis.url)", connectTimeout: 250ms, commandTimeout: \#(options.commandTimeout)}"#
         }

@@ -140,6 +140,29 @@ extension Integration {
             try await h.stop()
         }
 
+        /// `store.redis.password: {file: …}` against a Redis with
+        /// `requirepass`: the password is in neither the config file nor the
+        /// log, and the gateway attests and verifies through that Redis.
+        @Test func redisPasswordFromAFile() async throws {
+            var options = EnforcementHarness.Options()
+            let password = "pa ss:w@rd/#1"
+            options.redisPassword = password
+            let log = RecordingLogHandler.Lines()
+            options.log = log
+            let h = try await EnforcementHarness.start(options)
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            let asserted = try await h.send(
+                "GET", "/enforce/a", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/a", counter: 1))
+            #expect(asserted.status == 200)
+            #expect(try await h.send("GET", "/readyz", http1: true, base: h.adminBase).status == 200)
+            // The key went to the Redis that wants the password.
+            #expect((try h.redis.run(["DBSIZE"], password: password).int64 ?? 0) > 0)
+            #expect(try !String(contentsOfFile: h.configPath, encoding: .utf8).contains(password))
+            #expect(!log.all.contains { $0.text.contains(password) })
+            try await h.stop()
+        }
+
         /// Two reloads at once: one runs, the other is refused at once (not
         /// queued), and the running configuration is swapped exactly once.
         @Test func aReloadWhileAnotherRunsIsRefused() async throws {
