@@ -10,7 +10,7 @@ extension Integration {
         static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("Adversarial/h2_attack.py").path
 
-        @Test(arguments: ["rapid-reset", "continuation-flood", "huge-headers", "settings-flood", "ping-flood",
+        @Test(arguments: ["rapid-reset", "made-you-reset", "continuation-flood", "huge-headers", "settings-flood", "ping-flood",
                           "empty-data-flood"])
         func attackIsRepelled(_ attack: String) async throws {
             let h = try await Harness.start()

