@@ -45,15 +45,20 @@ public final class AdminRouter: Sendable {
     /// Upstream pools exhausted for longer than their response timeout
     /// (`UpstreamHealth.exhaustedUpstreams`): the gateway is not ready then.
     private let exhaustedUpstreams: @Sendable () -> [String]
+    /// True once a graceful shutdown has begun: the gateway takes no new
+    /// connections, so a load balancer should stop sending it any.
+    private let draining: @Sendable () -> Bool
 
     public init(
         token: Secret?, metrics: MetricsRegistry, readiness: @escaping @Sendable () async -> Bool,
         actions: (any AdminActions)?, readinessTimeout: Duration = .seconds(2),
         exhaustedUpstreams: @escaping @Sendable () -> [String] = { [] },
+        draining: @escaping @Sendable () -> Bool = { false },
         logger: Logger = Logger(label: "assertgate.admin")
     ) {
         self.logger = logger
         self.exhaustedUpstreams = exhaustedUpstreams
+        self.draining = draining
         self.token = Mutex(token)
         self.metrics = metrics
         self.readiness = readiness
@@ -77,6 +82,11 @@ public final class AdminRouter: Sendable {
             return ok(#"{"status":"ok"}"#, requestId)
         case ["readyz"]:
             guard isRead else { return methodNotAllowed("GET, HEAD", requestId) }
+            if draining() {
+                return problem(
+                    .gatewayBusy, requestId, detail: "shutting down: no new connections, in-flight requests draining",
+                    status: 503)
+            }
             let exhausted = exhaustedUpstreams()
             if !exhausted.isEmpty {
                 return problem(

@@ -43,12 +43,13 @@ public final class AdminServer: Sendable {
         address: HostPort, token: Secret?, metrics: MetricsRegistry,
         readiness: @escaping @Sendable () async -> Bool, actions: (any AdminActions)?,
         exhaustedUpstreams: @escaping @Sendable () -> [String] = { [] },
+        draining: @escaping @Sendable () -> Bool = { false },
         group: any EventLoopGroup, logger: Logger = Logger(label: "assertgate.admin"), limits: Limits = Limits()
     ) async throws -> AdminServer {
         let open = AdminConnectionCount()
         let router = AdminRouter(
             token: token, metrics: metrics, readiness: readiness, actions: actions,
-            exhaustedUpstreams: exhaustedUpstreams, logger: logger)
+            exhaustedUpstreams: exhaustedUpstreams, draining: draining, logger: logger)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

@@ -167,6 +167,7 @@ public final class GatewayServer: Sendable {
                     return true
                 },
                 actions: actions, exhaustedUpstreams: { [gateway] in gateway.upstreamHealth.exhaustedUpstreams },
+                draining: { [gateway] in gateway.isShuttingDown },
                 group: group, logger: logger)
         } catch {
             await gateway.shutdown(deadline: .now())

@@ -74,6 +74,9 @@ public final class Gateway: Sendable {
     /// `previous`, so unchanged upstream TLS contexts are reused).
     public var snapshot: GatewaySnapshot { state.withLockedValue { $0.snapshot } }
 
+    /// True from the start of `shutdown` (`/readyz` answers 503 then).
+    public var isShuttingDown: Bool { state.withLockedValue { $0.shutDown } }
+
     /// The configuration currently in force for new requests.
     public var config: GatewayConfig { snapshot.config }
 

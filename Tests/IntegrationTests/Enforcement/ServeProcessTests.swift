@@ -8,8 +8,8 @@ import Glibc
 
 extension Integration {
     /// The `assertgate serve` binary as an operator runs it: SIGHUP reloads
-    /// (an invalid file keeps the running configuration), SIGTERM drains the
-    /// in-flight request and exits 0.
+    /// (an invalid file keeps the running configuration), SIGTERM turns
+    /// /readyz 503, drains the in-flight request and exits 0.
     @Suite(.serialized) struct ServeProcessTests {
         @Test func sighupReloadsAndSigtermDrainsThenExitsZero() async throws {
             let binary = try #require(BuiltProduct.path("assertgate"), "assertgate is not built next to the tests")
@@ -78,11 +78,22 @@ extension Integration {
             })
             #expect(try await trust() == "missing")
 
-            // SIGTERM while a slow request is in flight: it completes, then the process exits 0.
+            // SIGTERM while a slow request is in flight: /readyz turns 503 at
+            // once (a load balancer stops sending), the request completes,
+            // then the process exits 0.
+            let readyz = "http://127.0.0.1:\(adminPort)/readyz"
+            #expect(try await Run.tool("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", readyz]).stdout == "200")
             let before = upstream.requests.count
-            async let slow = Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-w", "\n%{http_code}", "\(base)/slow?ms=1500"])
+            async let slow = Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-w", "\n%{http_code}", "\(base)/slow?ms=3000"])
             try await upstream.waitForRequests(before + 1)
             kill(process.processIdentifier, SIGTERM)
+            var drainingAnswer = ""
+            #expect(try await poll {
+                drainingAnswer = try await Run.tool("curl", ["-s", "-w", "\n%{http_code}", readyz]).stdout
+                return drainingAnswer.hasSuffix("\n503")
+            }, "\(drainingAnswer)")
+            #expect(drainingAnswer.contains(#""reason":"gateway-busy""#), "\(drainingAnswer)")
+            #expect(upstream.requests.count == before + 1)
             let answered = try await slow
             #expect(answered.stdout.hasSuffix("\n200"), "\(answered.stdout) \(answered.stderr)")
             var status: Int32 = -1
