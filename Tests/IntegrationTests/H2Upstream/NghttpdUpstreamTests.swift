@@ -72,5 +72,26 @@ extension Integration {
             #expect(try await h.send("GET", "/files/hello.txt").status == 200)
             try await h.stop()
         }
+
+        /// A reload that replaces an `h2://` upstream's CA retires the
+        /// multiplexed connection the old CA verified: the next request needs
+        /// a connection the new CA verifies (here none can be: 502), and a
+        /// reload back serves again on a fresh one.
+        @Test func aReloadedCARetiresTheH2ConnectionTheOldOneVerified() async throws {
+            let pki = try await TestPKI.shared.value
+            let nghttpd = try NghttpdFixture(tls: pki)
+            defer { nghttpd.stop() }
+            let h = try await H2Upstream.gateway(
+                upstreams: [H2Upstream.upstream("files", port: nghttpd.port, caFile: pki.caCertificate)],
+                routes: ["{match: {prefix: /files/}, upstream: files, mode: passthrough}"])
+            #expect(try await h.send("GET", "/files/hello.txt").status == 200)
+            try await h.reload { $0.replacingOccurrences(of: "caFile: \(pki.caCertificate)", with: "caFile: \(pki.otherCACertificate)") }
+            let refused = try await h.send("GET", "/files/hello.txt")
+            #expect(refused.status == 502, "\(refused.status) \(refused.body)")
+            #expect(refused.reason == "upstream-unavailable")
+            try await h.reload { $0.replacingOccurrences(of: "caFile: \(pki.otherCACertificate)", with: "caFile: \(pki.caCertificate)") }
+            #expect(try await h.send("GET", "/files/hello.txt").status == 200)
+            try await h.stop()
+        }
     }
 }
