@@ -9,7 +9,10 @@
 # gateway). Everything listens on 127.0.0.1.
 #
 #   deploy/quickstart.sh          set up, run, demo; leaves the four services running
-#   deploy/quickstart.sh stop     stops them (by the PIDs it recorded)
+#   deploy/quickstart.sh stop     stops them (by the PIDs it recorded, each with
+#                                 its start time: a stale file never stops
+#                                 another program that got the PID)
+# Ctrl-C during a run stops what that run had started.
 #
 # Ports (override in the environment): GATEWAY_PORT=8080 ADMIN_PORT=9901
 # UPSTREAM_PORT=9001 REDIS_PORT=6390 APPLE_MOCK_PORT=9443. State, logs and
@@ -43,14 +46,29 @@ DC_DEVICE="alices-iphone"
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+# proc_start PID: when the process started (clock ticks since boot, field 22
+# of /proc/PID/stat). With the PID it names one process for good: a pid file
+# left by a crash or from before a reboot, whose PID now belongs to another
+# program, is never acted on.
+proc_start() {
+    local stat fields
+    stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+    # Fields after the command name, which may hold spaces: state is field 3.
+    read -r -a fields <<<"${stat##*) }"
+    echo "${fields[19]}"
+}
+
 # Stops the services this script recorded in $RUN/*.pid (newest first), each
-# by its PID: TERM, then KILL after 5 s.
+# by its PID, if it is still the process that was started: TERM, then KILL
+# after 5 s.
 stop_all() {
     for name in gateway apple-mock upstream redis; do
         pidfile="$RUN/$name.pid"
         [ -f "$pidfile" ] || continue
-        pid="$(cat "$pidfile")"
-        if kill -0 "$pid" 2>/dev/null; then
+        read -r pid start <"$pidfile" || true
+        if [ -z "${pid:-}" ] || [ -z "${start:-}" ] || [ "$(proc_start "$pid" || true)" != "$start" ]; then
+            echo "$name: not running (stale pid file removed)"
+        elif kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid" 2>/dev/null || true
             for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
             kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
@@ -65,6 +83,29 @@ if [ "${1:-}" = "stop" ]; then
     stop_all
     exit 0
 fi
+
+# Ctrl-C (or TERM) stops what this run started. A step that fails
+# unexpectedly leaves the services for a look at their logs, and says so.
+on_signal() {
+    trap - INT TERM
+    echo >&2
+    echo "interrupted: stopping what this run started" >&2
+    stop_all >&2
+    exit 130
+}
+on_exit() {
+    local rc=$? running=()
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ] || return 0
+    for name in gateway apple-mock upstream redis; do
+        [ -f "$RUN/$name.pid" ] && running+=("$name")
+    done
+    [ "${#running[@]}" -gt 0 ] || return 0
+    echo >&2
+    echo "quickstart failed (exit $rc). Still running: ${running[*]} (logs in $RUN/)." >&2
+    echo "Stop them with: deploy/quickstart.sh stop" >&2
+}
+trap on_signal INT TERM
+trap on_exit EXIT
 
 # start_service NAME "PORT_VARIABLES" LOG READY_COMMAND -- COMMAND...
 # Starts COMMAND in its own session (output to LOG), records its PID in
@@ -85,7 +126,8 @@ start_service() {
     if [ -z "$why" ]; then
         setsid "$@" </dev/null >>"$log" 2>&1 &
         pid=$!
-        echo "$pid" >"$RUN/$name.pid"
+        # An empty start time (it has exited already) is caught below.
+        echo "$pid $(proc_start "$pid" || true)" >"$RUN/$name.pid"
         echo "started $name (pid $pid), log $log"
     fi
     local deadline=$((SECONDS + READY_SECONDS))
@@ -184,6 +226,10 @@ say "4/7 the Apple mock (DeviceCheck) on https://127.0.0.1:$APPLE_MOCK_PORT"
 # (EC P-256, as Apple's .p8), whose public half the mock checks each JWT with.
 # Private keys stay in $RUN/apple (mode 0700) and are never printed.
 APPLE="$RUN/apple"
+# Paths as they go into the YAML (double-quoted) and into commands shown to
+# the user (shell-quoted): a checkout under a directory with spaces works.
+yaml_path() { local p=${1//\\/\\\\}; printf '"%s"' "${p//\"/\\\"}"; }
+Q_APPLE_CA="$(printf %q "$APPLE/ca.crt")"
 make_apple_pki() {
     local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2)
     (umask 077 && mkdir -p "$APPLE") &&
@@ -207,7 +253,7 @@ if ! make_apple_pki >"$RUN/apple-pki.log" 2>&1; then
 fi
 echo "CA $APPLE/ca.crt, server certificate for 127.0.0.1, DeviceCheck key $DC_KEY_ID (public half for the mock)"
 start_service apple-mock APPLE_MOCK_PORT "$RUN/apple-mock.log" \
-    "curl -sf --cacert $APPLE/ca.crt https://127.0.0.1:$APPLE_MOCK_PORT/mock/requests" -- \
+    "curl -sf --cacert $Q_APPLE_CA https://127.0.0.1:$APPLE_MOCK_PORT/mock/requests" -- \
     "$DEVICE" apple-mock --port "$APPLE_MOCK_PORT" --cert "$APPLE/server.crt" --key "$APPLE/server.key" \
     --jwt-public-key "$APPLE/AuthKey_$DC_KEY_ID.pub.pem"
 
@@ -222,8 +268,8 @@ admin: {address: 127.0.0.1:$ADMIN_PORT, token: $ADMIN_TOKEN}
 apps: [{appId: $APP_ID, environments: [development], rules: {flag: {minAppVersion: "2.0"}}}]
 attestation:
   # The simulated device's test CA replaces Apple's roots (demo only!).
-  trustAnchors: [$RUN/device/ca/root.cert.pem]
-  receiptTrustAnchors: [$RUN/device/ca/receipt-root.cert.pem]
+  trustAnchors: [$(yaml_path "$RUN/device/ca/root.cert.pem")]
+  receiptTrustAnchors: [$(yaml_path "$RUN/device/ca/receipt-root.cert.pem")]
 store: {redis: {url: "redis://127.0.0.1:$REDIS_PORT/0"}}
 # DeviceCheck asks the Apple mock; its certificate's CA is trusted instead of
 # the system's (demo only: in production leave baseURL, developmentBaseURL and
@@ -231,11 +277,11 @@ store: {redis: {url: "redis://127.0.0.1:$REDIS_PORT/0"}}
 deviceCheck:
   teamId: ABCDE12345
   keyId: $DC_KEY_ID
-  privateKey: {file: $APPLE/AuthKey_$DC_KEY_ID.p8}
+  privateKey: {file: $(yaml_path "$APPLE/AuthKey_$DC_KEY_ID.p8")}
   baseURL: https://127.0.0.1:$APPLE_MOCK_PORT
   developmentBaseURL: https://127.0.0.1:$APPLE_MOCK_PORT
   environment: development
-  caFile: $APPLE/ca.crt
+  caFile: $(yaml_path "$APPLE/ca.crt")
 trust: {signingSecret: quickstart-signing-secret}
 upstreams: {api: {endpoints: [http://127.0.0.1:$UPSTREAM_PORT]}}
 routes:
@@ -259,7 +305,7 @@ start_service gateway "GATEWAY_PORT ADMIN_PORT" "$RUN/gateway.log" "curl -sf htt
     "$GW" serve --config "$CONFIG"
 
 say "7/7 demo: attest, asserted requests, replay, risk rules, a once-per-device promotion (DeviceCheck)"
-OPTS="--gateway http://127.0.0.1:$GATEWAY_PORT --state $RUN/device"
+OPTS="--gateway http://127.0.0.1:$GATEWAY_PORT --state $(printf %q "$RUN/device")"
 echo "\$ assertgate-device attest --user-id alice --launch-category testflight --bundle-version 1.4   (an iOS 27 TestFlight build 1.4)"
 "$DEVICE" attest --gateway "http://127.0.0.1:$GATEWAY_PORT" --state "$RUN/device" --user-id alice \
     --launch-category testflight --bundle-version 1.4
@@ -304,7 +350,7 @@ promo_lines "$PROMO1"
 echo
 # Delivery to Apple is asynchronous (a queue in Redis and a worker): poll what
 # Apple (the mock) holds for the device until bit0 is set, at most 10 s.
-echo "\$ curl --cacert $APPLE/ca.crt https://127.0.0.1:$APPLE_MOCK_PORT/mock/bits?device=$DC_DEVICE   (what Apple holds; polled until bit0 is set, at most 10 s)"
+echo "\$ curl --cacert $Q_APPLE_CA https://127.0.0.1:$APPLE_MOCK_PORT/mock/bits?device=$DC_DEVICE   (what Apple holds; polled until bit0 is set, at most 10 s)"
 DELIVERY_START=$(date +%s%N)
 DELIVERY_DEADLINE=$((SECONDS + 10))
 DELIVERED=""
@@ -386,13 +432,13 @@ AssertGate is running (logs in $RUN/):
   upstream  http://127.0.0.1:$UPSTREAM_PORT   Redis 127.0.0.1:$REDIS_PORT
   apple     https://127.0.0.1:$APPLE_MOCK_PORT  (the Apple mock, DeviceCheck for the gateway; its CA: $APPLE/ca.crt)
 Put the commands on your PATH:
-  export PATH="$BIN:\$PATH"
+  export PATH=$(printf %q "$BIN"):\$PATH
 Try:
   assertgate-device request GET /api/profile $OPTS
   assertgate-device request POST /api/promo/claim --header "AssertGate-Device-Token: \$(assertgate-device device-token --device another-phone)" $OPTS
-  curl --cacert $APPLE/ca.crt "https://127.0.0.1:$APPLE_MOCK_PORT/mock/bits?device=another-phone"
+  curl --cacert $Q_APPLE_CA "https://127.0.0.1:$APPLE_MOCK_PORT/mock/bits?device=another-phone"
   assertgate-device load --path /api/profile --connections 4 --streams 8 --duration 5 $OPTS
   curl -H 'Authorization: Bearer $ADMIN_TOKEN' http://127.0.0.1:$ADMIN_PORT/keys/$KEY_ID
-  assertgate check-config $CONFIG
+  assertgate check-config $(printf %q "$CONFIG")
 Stop everything with: deploy/quickstart.sh stop
 EOF
