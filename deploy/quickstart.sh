@@ -58,6 +58,19 @@ proc_start() {
     echo "${fields[19]}"
 }
 
+# legacy_match NAME PID: PID's command line is that of service NAME.
+legacy_match() {
+    local cmdline
+    cmdline="$(tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null)" || return 1
+    case "$1" in
+    gateway) [[ "$cmdline" == *"assertgate serve"* ]] ;;
+    apple-mock) [[ "$cmdline" == *"assertgate-device apple-mock"* ]] ;;
+    upstream) [[ "$cmdline" == *demo-upstream.py* ]] ;;
+    redis) [[ "$cmdline" == *redis-server* ]] ;;
+    *) return 1 ;;
+    esac
+}
+
 # Stops the services this script recorded in $RUN/*.pid (newest first), each
 # by its PID, if it is still the process that was started: TERM, then KILL
 # after 5 s.
@@ -65,8 +78,14 @@ stop_all() {
     for name in gateway apple-mock upstream redis; do
         pidfile="$RUN/$name.pid"
         [ -f "$pidfile" ] || continue
+        pid="" start=""
         read -r pid start <"$pidfile" || true
-        if [ -z "${pid:-}" ] || [ -z "${start:-}" ] || [ "$(proc_start "$pid" || true)" != "$start" ]; then
+        if [ -n "$pid" ] && [ -z "$start" ] && legacy_match "$name" "$pid"; then
+            # A file from before start times were recorded: the PID alone, so
+            # the program's command line has to say it is the service.
+            start="$(proc_start "$pid" || true)"
+        fi
+        if [ -z "$pid" ] || [ -z "$start" ] || [ "$(proc_start "$pid" || true)" != "$start" ]; then
             echo "$name: not running (stale pid file removed)"
         elif kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid" 2>/dev/null || true
@@ -84,8 +103,9 @@ if [ "${1:-}" = "stop" ]; then
     exit 0
 fi
 
-# Ctrl-C (or TERM) stops what this run started. A step that fails
-# unexpectedly leaves the services for a look at their logs, and says so.
+# Ctrl-C (or TERM) stops what this run started (set once the services of an
+# earlier run are stopped, below). A step that fails unexpectedly leaves the
+# services for a look at their logs, and says so.
 on_signal() {
     trap - INT TERM
     echo >&2
@@ -104,7 +124,6 @@ on_exit() {
     echo "quickstart failed (exit $rc). Still running: ${running[*]} (logs in $RUN/)." >&2
     echo "Stop them with: deploy/quickstart.sh stop" >&2
 }
-trap on_signal INT TERM
 trap on_exit EXIT
 
 # start_service NAME "PORT_VARIABLES" LOG READY_COMMAND -- COMMAND...
@@ -211,6 +230,7 @@ command -v openssl >/dev/null 2>&1 || { echo "openssl is not installed (apt-get 
 
 mkdir -p "$RUN"
 stop_all
+trap on_signal INT TERM
 rm -rf "$RUN/device" "$RUN/apple"
 rm -f "$RUN/redis.log" "$RUN/upstream.log" "$RUN/apple-mock.log" "$RUN/gateway.log"
 

@@ -35,6 +35,9 @@ struct CheckConfigCommand: ParsableCommand {
             for problem in problems { writeStderr("\(file): \(problem)\n") }
             throw ExitCode(1)
         }
+        // As serve does first: the default limits.maxConnections printed is
+        // then the one serve would use under the same limits.
+        FileDescriptorLimit.raise()
         print(ConfigSummary.render(config), terminator: "")
         // risk.md §6.19: warnings on standard error, one per line.
         for warning in config.warnings { writeStderr("warning: \(warning)\n") }

@@ -526,12 +526,12 @@ public struct LimitsConfig: Sendable {
     /// set in the file): `defaultMaxConnections`, sized for the descriptor limit.
     public var maxConnections: Int?
     public var effectiveMaxConnections: Int { maxConnections ?? Self.defaultMaxConnections }
-    /// Half the descriptors the process may open (`serve` raises its soft
-    /// limit to the hard one): the other half stays for upstream and store
-    /// connections, so a flood of clients cannot leave the gateway unable to
-    /// reach its upstreams.
+    /// Half the descriptors the process may open now (`serve` raises its
+    /// soft limit to the hard one first): the other half stays for upstream
+    /// and store connections, so a flood of clients cannot leave the gateway
+    /// unable to reach its upstreams.
     public static var defaultMaxConnections: Int {
-        max(64, FileDescriptorLimit.usable / 2)
+        max(64, FileDescriptorLimit.current / 2)
     }
     /// Client connections open at once from one IPv4 address or one IPv6 /64.
     /// nil: no cap (clients behind one NAT share an address).

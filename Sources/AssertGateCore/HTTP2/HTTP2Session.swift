@@ -100,6 +100,8 @@ final class HTTP2Session {
     /// peer (RST_STREAM) and not yet closed: a stream closed with an error
     /// and not in here was reset by nghttp2 for an error of the peer's.
     private var resetsAccounted = Set<Int32>()
+    /// Tests: the set stays empty once the streams are closed.
+    var resetsAwaitingClose: Int { resetsAccounted.count }
     private let allocator: ByteBufferAllocator
     /// The HEADERS category that opens a stream's head here (a request's on a server).
     private let headCategory: nghttp2_headers_category
@@ -1023,7 +1025,11 @@ final class HTTP2Session {
         guard block.add(id, name, value, limit: settings.maxHeaderListBytes, client: isClient) else {
             // A head reset this way gets no answer (it would have been a 431):
             // the stream's close tells its owner.
-            if !block.isHead { events.append(.trailersTooLarge(id)) }
+            if !block.isHead {
+                events.append(.trailersTooLarge(id))
+                // Its reset is charged as this event, not again as the peer's.
+                if !isClient { resetsAccounted.insert(id) }
+            }
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         return 0
@@ -1116,7 +1122,9 @@ final class HTTP2Session {
         case NGHTTP2_SETTINGS.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { events.append(.settingsReceived) }
         case NGHTTP2_RST_STREAM.rawValue:
-            if !isClient { resetsAccounted.insert(id) }
+            // Only an open stream: nghttp2 reports a reset of one long closed
+            // too, and no close follows to take its id out again.
+            if !isClient, nghttp2_session_find_stream(raw, id) != nil { resetsAccounted.insert(id) }
             events.append(.resetReceived(id))
         case NGHTTP2_PING.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
@@ -1158,9 +1166,11 @@ final class HTTP2Session {
     }
 
     fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
-        // Empty in normal traffic: only resets are recorded.
-        if !isClient, resetsAccounted.remove(streamId) == nil, errorCode != NGHTTP2_NO_ERROR.rawValue {
-            events.append(.resetForPeerError(streamId))
+        // Empty in normal traffic (only resets are recorded): no hashing then.
+        if !isClient, errorCode != NGHTTP2_NO_ERROR.rawValue || !resetsAccounted.isEmpty {
+            if resetsAccounted.remove(streamId) == nil, errorCode != NGHTTP2_NO_ERROR.rawValue {
+                events.append(.resetForPeerError(streamId))
+            }
         }
         // stream_user_data is still readable here (nghttp2 documents it so).
         rx.streamClosed(streamId, slot: slot(of: streamId), errorCode: errorCode)

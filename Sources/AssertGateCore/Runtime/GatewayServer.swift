@@ -54,10 +54,15 @@ public final class GatewayServer: Sendable {
         }
         Self.logWarnings(config, logger)
         let descriptors = FileDescriptorLimit.raise()
-        if config.limits.effectiveMaxConnections > descriptors / 2 {
+        if descriptors < FileDescriptorLimit.hard {
+            logger.warning(
+                "the descriptor limit could not be raised to the hard limit",
+                metadata: ["descriptorLimit": "\(descriptors)", "hardLimit": "\(FileDescriptorLimit.hard)"])
+        }
+        if let set = config.limits.maxConnections, set > descriptors / 2 {
             logger.warning(
                 "limits.maxConnections leaves less than half the descriptor limit for upstream and store connections",
-                metadata: ["maxConnections": "\(config.limits.effectiveMaxConnections)", "descriptorLimit": "\(descriptors)"])
+                metadata: ["maxConnections": "\(set)", "descriptorLimit": "\(descriptors)"])
         }
 
         let group = Gateway.makeEventLoopGroup(threads: workers)

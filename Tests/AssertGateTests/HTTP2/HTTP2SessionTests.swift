@@ -323,6 +323,20 @@ final class QueuedSource: HTTP2DataSource {
         #expect(peerErrors == [1])
         let closed = all.compactMap { e -> Int32? in if case .closed(let id, _) = e { id } else { nil } }
         #expect(Set(closed) == [1, 3, 5])
+        #expect(session.resetsAwaitingClose == 0)
+    }
+
+    /// RST_STREAM for streams that are closed or were skipped (nghttp2 reports
+    /// each, and no close follows): nothing is kept for them, however many.
+    @Test func resetsOfClosedStreamsLeaveNothingBehind() throws {
+        let session = try makeSession()
+        var input = RawH2Frame.preface + RawH2Frame(.settings).bytes + Self.requestHeaders(1001, endStream: false).bytes
+        for id in stride(from: Int32(1), to: 1001, by: 2) {
+            input += RawH2Frame(.rstStream, stream: id, payload: RawH2Frame.be32(8)).bytes
+        }
+        _ = try feed(session, input)
+        #expect(session.resetsAwaitingClose == 0)
+        #expect(session.hasOpenStreams)
     }
 
     // MARK: bodies

@@ -144,8 +144,15 @@ def made_you_reset(port):
         if r.goaway is not None or r.closed:
             break
     r.pump(3)
-    r.resets = {}
-    return r.verdict("made-you-reset")
+    # Only the reset budget's GOAWAY(ENHANCE_YOUR_CALM) counts, and only when
+    # no stream was refused: refusals (REFUSED_STREAM) spend another budget,
+    # whose GOAWAY would pass this test without the defence under test.
+    refused = sum(1 for code in r.resets.values() if code == 7)
+    if r.goaway == 11 and refused == 0:
+        print(f"made-you-reset: GOAWAY error_code=11 (of {sid // 2} streams sent), none refused")
+        return 0
+    print(f"made-you-reset: NO DEFENCE observed (goaway={r.goaway}, closed={r.closed}, refused={refused})")
+    return 1
 
 
 def continuation_flood(port):
