@@ -145,6 +145,31 @@ public final class AttestationRoutes: LocalHandler {
         } catch {
             return eventLoop.makeSucceededFuture(problem(error, request))
         }
+        // A request without a live challenge costs one lookup, not certificate
+        // chains and signatures on the thread pool (which every attestation
+        // shares): the challenge route is rate-limited per client, this one
+        // would otherwise not be. `registerKey` still consumes it atomically.
+        return store.attestChallengeIsLive(keyId: parsed.keyId, challenge: parsed.challenge)
+            .hop(to: eventLoop)
+            .assumeIsolated()
+            .flatMap { live -> EventLoopFuture<LocalResponse> in
+                guard live else {
+                    return self.eventLoop.makeSucceededFuture(self.problem(Rejection(.unknownChallenge), request))
+                }
+                return self.verifyAndRegister(parsed, request, context)
+            }
+            .flatMapErrorThrowing { _ in
+                self.metrics?.storeErrors.inc()
+                return self.problem(Rejection(.storeUnavailable), request)
+            }
+            .nonisolated()
+    }
+
+    /// The checks of app-attest.md §2 on the thread pool, then the one atomic
+    /// store step that consumes the challenge and stores the key.
+    private func verifyAndRegister(_ parsed: AttestRequest, _ request: ProxyRequest, _ context: EnforcementContext)
+        -> EventLoopFuture<LocalResponse>
+    {
         let clientDataHash = SHA256.hash(ClientData.attest(challenge: parsed.challenge, userId: parsed.userId))
         let now = clock()
         // Chain and PKCS#7 checks cost milliseconds: keep them off the event loop.

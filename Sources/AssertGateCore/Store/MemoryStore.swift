@@ -146,6 +146,14 @@ public final class MemoryStore: Store, StoreProvider {
         }
     }
 
+    public func attestChallengeIsLive(keyId: [UInt8], challenge: String) -> EventLoopFuture<Bool> {
+        answer { state, now in
+            try Self.check(keyId)
+            guard let c = state.challenges[ChallengeID(keyId: keyId, challenge: challenge)] else { return false }
+            return c.purpose == .attest && c.expires > now
+        }
+    }
+
     public func registerKey(_ key: NewKeyRecord, attestChallenge: String) -> EventLoopFuture<RegisterResult> {
         answer { state, now in
             try Self.check(key.keyId)

@@ -85,6 +85,20 @@ public final class RedisStore: Store {
         }
     }
 
+    public func attestChallengeIsLive(keyId: [UInt8], challenge: String) -> EventLoopFuture<Bool> {
+        let k: String
+        do { k = try Self.tag(keyId) } catch { return failed(error) }
+        guard ChallengeCodec.isWellFormed(challenge) else { return eventLoop.makeSucceededFuture(false) }
+        return redis.send(RESPCommand("GET", .string(Self.challengeKey(k, challenge))), slot: slot(k)).flatMapThrowing {
+            reply in
+            switch reply {
+            case .bulk(let bytes): return bytes.elementsEqual(ChallengePurpose.attest.rawValue.utf8)
+            case .null: return false
+            default: throw Self.unexpected(reply, "GET")
+            }
+        }
+    }
+
     public func registerKey(_ key: NewKeyRecord, attestChallenge: String) -> EventLoopFuture<RegisterResult> {
         let k: String
         do { k = try Self.tag(key.keyId) } catch { return failed(error) }

@@ -26,6 +26,12 @@ public protocol Store: AnyObject, Sendable {
     func issueChallenge(keyId: [UInt8], purpose: ChallengePurpose, challenge: String, ttl: TimeAmount)
         -> EventLoopFuture<Void>
 
+    /// Whether an `attest` challenge for `keyId` is live (nothing consumed):
+    /// the attest route asks before it verifies, so a request without one
+    /// costs a lookup, not certificate chains and signatures. `registerKey`
+    /// still consumes it atomically.
+    func attestChallengeIsLive(keyId: [UInt8], challenge: String) -> EventLoopFuture<Bool>
+
     /// One atomic step: `key-exists` if the keyId is stored (challenge kept);
     /// else the `attest` challenge for this key is consumed (`unknown-challenge`
     /// if absent), the record is stored with counter 0, the keyId joins its

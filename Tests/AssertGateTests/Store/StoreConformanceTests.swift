@@ -186,6 +186,30 @@ struct StoreConformanceTests {
         }
     }
 
+    /// The attest route's pre-check: live only for an unexpired `attest`
+    /// challenge of this key, and asking consumes nothing.
+    @Test(arguments: StoreBackend.allCases)
+    func anAttestChallengeIsLiveOnlyForItsKeyAndPurpose(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            let key = Fixtures.newKey()
+            #expect(try await s.attestChallengeIsLive(keyId: key.keyId, challenge: StoreChallenge.generate()).get() == false)
+            #expect(try await s.attestChallengeIsLive(keyId: key.keyId, challenge: "x").get() == false)
+            let assertC = try await Fixtures.assertChallenge(key.keyId, in: s, purpose: .assert)
+            #expect(try await s.attestChallengeIsLive(keyId: key.keyId, challenge: assertC).get() == false)
+            let c = try await Fixtures.assertChallenge(key.keyId, in: s, purpose: .attest)
+            #expect(try await s.attestChallengeIsLive(keyId: Fixtures.newKey().keyId, challenge: c).get() == false)
+            #expect(try await s.attestChallengeIsLive(keyId: key.keyId, challenge: c).get())
+            #expect(try await s.attestChallengeIsLive(keyId: key.keyId, challenge: c).get())
+            #expect(try await s.registerKey(key, attestChallenge: c).get() == .registered(userKeyCount: 0))
+            #expect(try await s.attestChallengeIsLive(keyId: key.keyId, challenge: c).get() == false)
+            let short = StoreChallenge.generate()
+            try await s.issueChallenge(keyId: key.keyId, purpose: .attest, challenge: short, ttl: .seconds(1)).get()
+            try await h.letExpire(keyId: key.keyId, challenge: short, ttl: .seconds(1))
+            #expect(try await s.attestChallengeIsLive(keyId: key.keyId, challenge: short).get() == false)
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func counterMustStrictlyIncrease(_ backend: StoreBackend) async throws {
         try await withStore(backend) { h in

@@ -74,6 +74,14 @@ extension Integration {
             let neverIssued = try await h.attest(device, challenge: Verifier.Base64.encodeURL([UInt8](repeating: 7, count: 32)))
             #expect(neverIssued.status == 403)
             #expect(neverIssued.reason == "unknown-challenge")
+            // Without a live challenge nothing of the attestation is read (no
+            // chain or signature work for an unauthenticated request): bytes
+            // that are not CBOR are refused for the challenge.
+            let garbageNoChallenge = try await h.send(
+                "POST", EnforcementHarness.prefix + "/attest",
+                body: #"{"keyId":"\#(device.keyIdBase64)","challenge":"\#(Verifier.Base64.encodeURL([UInt8](repeating: 9, count: 32)))","attestation":"AAECAw=="}"#)
+            #expect(garbageNoChallenge.status == 403)
+            #expect(garbageNoChallenge.reason == "unknown-challenge")
             // The challenge issued above survived every failed attempt.
             let ok = try await h.attest(device, challenge: ch)
             #expect(ok.status == 201, "\(ok.body)")
