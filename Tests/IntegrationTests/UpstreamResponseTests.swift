@@ -20,7 +20,26 @@ extension Integration {
             "/ok": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
             "/cut": "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npartial-body-",
             "/double-length": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+            "/gzip-chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nzz\r\n0\r\n\r\n",
+            "/status-600": "HTTP/1.1 600 Odd\r\nContent-Length: 2\r\n\r\nok",
+            // Not allowed (RFC 9110 §8.6), and nghttp2 clients reset a 204 carrying it.
+            "/204-length": "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\nX-Kept: yes\r\n\r\n",
+            // A head near the parser's 64 KiB (63 KiB), of many fields: past
+            // nghttp2's default 64 KiB estimate for a HEADERS frame to send
+            // (12 bytes a field where the head spends 4).
+            "/big-head": bigHead,
         ]
+
+        /// 254 fields `X-F000: vvv…` (245 bytes each), then `Content-Length: 0`.
+        static let bigHead: String = {
+            var head = "HTTP/1.1 200 OK\r\n"
+            let value = String(repeating: "v", count: 245)
+            for i in 0..<254 {
+                let name: String = "X-F" + String(String(i + 1000).suffix(3))
+                head += name + ": " + value + "\r\n"
+            }
+            return head + "Content-Length: 0\r\n\r\n"
+        }()
 
         private func curl(_ h: Harness, _ path: String, http1: Bool = false) async throws -> (status: Int, headers: String, body: String) {
             let r = try await Run.tool(
@@ -53,11 +72,30 @@ extension Integration {
         @Test func smugglingSignalsAreAnswered502() async throws {
             let up = try await ScriptedUpstream(answers: Self.answers)
             let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)])
-            for path in ["/both", "/folded"] {
+            for path in ["/both", "/folded", "/gzip-chunked", "/status-600"] {
                 let r = try await curl(h, path)
                 #expect(r.status == 502, "\(path)")
                 #expect(r.body.contains("upstream-unavailable"), "\(path)")
             }
+            try await h.stop()
+            try await up.stop()
+        }
+
+        /// A 204 loses the Content-Length it must not have (its other fields
+        /// stay); a head of 254 fields near 64 KiB reaches an HTTP/2 client
+        /// whole (nghttp2 would not send its HEADERS under its default limit,
+        /// and the stream hung with no answer).
+        @Test(arguments: [false, true])
+        func bodylessAndLargeHeadsReachTheClient(http1: Bool) async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers)
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)])
+            let noContent = try await curl(h, "/204-length", http1: http1)
+            #expect(noContent.status == 204)
+            #expect(noContent.headers.contains("x-kept: yes"))
+            #expect(!noContent.headers.contains("content-length: 5"))
+            let big = try await curl(h, "/big-head", http1: http1)
+            #expect(big.status == 200)
+            #expect(big.headers.contains("x-f253: " + String(repeating: "v", count: 245)))
             try await h.stop()
             try await up.stop()
         }

@@ -195,13 +195,17 @@ final class ConfigReader {
         }
     }
 
-    func size(_ view: MappingView, _ key: String, min: Int = 0) -> Int? {
+    func size(_ view: MappingView, _ key: String, min: Int = 0, max: Int? = nil) -> Int? {
         guard let node = view[key] else { return nil }
         guard let text = scalarString(node, path: view.path(key), what: "a size") else { return nil }
         do {
             let value = try SizeParser.parse(text)
             if value < min {
                 error(at: node, "\(view.path(key)): must be at least \(SizeParser.format(min)), got '\(text)'")
+                return nil
+            }
+            if let max, value > max {
+                error(at: node, "\(view.path(key)): must be at most \(SizeParser.format(max)), got '\(text)'")
                 return nil
             }
             return value

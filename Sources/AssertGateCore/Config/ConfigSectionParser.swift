@@ -616,7 +616,7 @@ struct ConfigSectionParser {
         var l = LimitsConfig()
         guard let view = reader.mapping(node, path: "limits", section: .limits) else { return l }
         if let n = reader.int(view, "maxConcurrentStreams", min: 1, max: Int(Int32.max)) { l.maxConcurrentStreams = n }
-        if let n = reader.size(view, "maxHeaderListBytes", min: 1024) { l.maxHeaderListBytes = n }
+        if let n = reader.size(view, "maxHeaderListBytes", min: 1024, max: 8 << 20) { l.maxHeaderListBytes = n }
         if let n = reader.size(view, "maxRequestBodyBytes") { l.maxRequestBodyBytes = n }
         if let r = view["streamResetRate"].flatMap({ rateConfig($0, path: "limits.streamResetRate") }) {
             l.streamResetRate = r

@@ -524,6 +524,13 @@ final class HTTP2Session {
             nghttp2_option_set_stream_reset_rate_limit(
                 opt, UInt64(max(1, settings.streamResetBurst)), UInt64(max(1, settings.streamResetPerSecond.rounded(.up))))
         }
+        // nghttp2 will not send a HEADERS frame whose estimate (12 bytes a
+        // field more than the names and values) passes 64 KiB by default, and
+        // drops it without closing the stream: a 63 KiB upstream head of many
+        // fields hung its client stream, and a large client head would hang
+        // on an h2 upstream. Every head is bounded by the gateway's own limits
+        // long before this.
+        nghttp2_option_set_max_send_header_block_length(opt, Self.maxSendHeaderBlock)
         nghttp2_option_set_max_continuations(opt, 8)
         nghttp2_option_set_max_settings(opt, 32)
         nghttp2_option_set_max_outbound_ack(opt, 1000)
@@ -561,6 +568,10 @@ final class HTTP2Session {
         _ = nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, settings.connectionWindow)
         return session
     }
+
+    /// Above any head the gateway lets through (`limits.maxHeaderListBytes`
+    /// is at most 8 MiB; upstream heads 64 KiB) with nghttp2's per-field estimate.
+    static let maxSendHeaderBlock = 32 << 20
 
     /// The only place the session is freed: nothing else holds `raw`.
     deinit {

@@ -19,6 +19,11 @@ enum UpstreamResponseError: Error, Equatable {
     /// Both `Transfer-Encoding` and `Content-Length`: a smuggling or
     /// splitting signal that RFC 9112 §6.3 says to treat as an error.
     case conflictingFraming
+    /// A transfer coding other than one `chunked` (gzip, deflate, chunked
+    /// twice): the gateway would have to strip it and hand the client bytes
+    /// it cannot name (there is no `Content-Encoding` for them), so it
+    /// refuses, as nginx does.
+    case unsupportedTransferCoding
     case switchingProtocols
     case malformedChunk
     case trailersTooLarge
@@ -182,12 +187,13 @@ struct UpstreamResponseParser {
         }
         let bodyless = noBody || parsed.head.status == 204 || parsed.head.status == 304
         if parsed.transferEncoded, parsed.contentLength != nil { throw .conflictingFraming }
+        // A Transfer-Encoding field with no coding in it.
+        if parsed.transferEncoded, !parsed.chunked { throw .unsupportedTransferCoding }
         if bodyless {
             state = .idle
             pendingEnd = true
         } else if parsed.transferEncoded {
-            // A coding other than chunked last: only the close can end the body.
-            state = parsed.chunked ? .chunkSize(size: 0, digits: 0, inExtension: false, lineBytes: 0, sawCR: false) : .untilClose
+            state = .chunkSize(size: 0, digits: 0, inExtension: false, lineBytes: 0, sawCR: false)
         } else if let length = parsed.contentLength {
             state = length == 0 ? .idle : .length(length)
             pendingEnd = length == 0
@@ -277,7 +283,8 @@ struct UpstreamResponseParser {
             guard let d = ASCII.digit(p[i]) else { throw .malformedStatusLine }
             status = status * 10 + d
         }
-        guard status >= 100 else { throw .malformedStatusLine }
+        // RFC 9110 §15: three digits, 100 to 599.
+        guard status >= 100, status <= 599 else { throw .malformedStatusLine }
         out.status = status
         var i = 12
         // The reason phrase: anything but control bytes, up to the line end.
@@ -332,21 +339,18 @@ struct UpstreamResponseParser {
             case .transferEncoding:
                 forward = false
                 out.transferEncoded = true
-                // The last coding decides (RFC 9112 §6.3); a later field continues the list.
-                // The last non-empty list element, trimmed (empty elements are skipped).
-                var last: (Int, Int)?
+                // Exactly one coding over every field, and it is chunked (a
+                // later field continues the list; empty elements are skipped).
                 var s = valueStart
                 while s < valueEnd {
                     var e = s
                     while e < valueEnd, p[e] != UInt8(ascii: ",") { e += 1 }
-                    if e > s { last = (s, e) }
-                    s = e + 1
-                }
-                if let (s, e) = last {
                     let (a, b) = Self.trimmed(p, s, e)
-                    out.chunked = Self.equals(p, a, b, "chunked")
-                } else {
-                    out.chunked = false
+                    if a < b {
+                        guard !out.chunked, Self.equals(p, a, b, "chunked") else { throw .unsupportedTransferCoding }
+                        out.chunked = true
+                    }
+                    s = e + 1
                 }
             case .contentLength:
                 // One field, one number: repeated fields are refused even when equal.
@@ -354,6 +358,9 @@ struct UpstreamResponseParser {
                     throw .badContentLength
                 }
                 out.contentLength = n
+                // A 204 must not carry one (RFC 9110 §8.6), and nghttp2
+                // clients reset a 204 whose length is not 0.
+                if out.status == 204 { forward = false }
             case .hopByHop, .requestId:
                 forward = false
             case .other:

@@ -65,6 +65,8 @@ import Testing
         #expect(zero.contains { $0.contains("limits.streamWriteTimeout: must be greater than 0") }, "\(zero)")
         let tiny = ConfigText.errors(Self.yaml(limits: "maxBufferedBodyBytes: 1KiB"))
         #expect(tiny.contains { $0.contains("limits.maxBufferedBodyBytes: must be at least 64KiB") }, "\(tiny)")
+        let huge = ConfigText.errors(Self.yaml(limits: "maxHeaderListBytes: 9MiB"))
+        #expect(huge.contains { $0.contains("limits.maxHeaderListBytes: must be at most 8MiB") }, "\(huge)")
         let none = ConfigText.errors(Self.yaml(limits: "maxConnections: 0, maxConnectionsPerAddress: -1"))
         #expect(none.contains { $0.contains("limits.maxConnections") }, "\(none)")
         #expect(none.contains { $0.contains("limits.maxConnectionsPerAddress") }, "\(none)")
