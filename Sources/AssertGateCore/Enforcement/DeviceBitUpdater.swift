@@ -35,6 +35,12 @@ final class DeviceBitUpdater {
     private var running = false
     private var lastDepth = 0
     private var stopped = false
+    /// After Apple throttles (429) or refuses the key (401/403) the worker
+    /// stops claiming for a while, doubling while it goes on (from
+    /// `firstRetry` to `maxRetry`): every other due update would meet the
+    /// same answer, and each would add to Apple's count.
+    private var pausedUntil: NIODeadline?
+    private var refusedInARow = 0
 
     init(
         loop: EventLoop, store: any Store, client: DeviceCheckClient, settings: Settings, metrics: DeviceCheckMetrics?,
@@ -70,6 +76,7 @@ final class DeviceBitUpdater {
     /// One pass: skipped while the last is still delivering.
     private func tick() {
         guard !running, !stopped else { return }
+        if let pausedUntil, NIODeadline.now() < pausedUntil { return }
         running = true
         let now = clockMillis()
         let bound = NIOLoopBound(self, eventLoop: loop)
@@ -108,6 +115,11 @@ final class DeviceBitUpdater {
             me.metrics?.duration("update").observe(elapsedNanoseconds: (NIODeadline.now() - started).nanoseconds)
             me.metrics?.calls("update", result.metricLabel).inc()
             switch result {
+            case .throttled, .unauthorized: me.pause()
+            case .failed: break
+            default: me.refusedInARow = 0
+            }
+            switch result {
             case .updated, .valid, .bits, .unset:
                 return me.store.ackDeviceBitUpdate(id: update.id).hop(to: me.loop)
             case .invalidToken:
@@ -127,6 +139,13 @@ final class DeviceBitUpdater {
                 return me.retry(update)
             }
         }
+    }
+
+    private func pause() {
+        refusedInARow += 1
+        let delay = min(settings.maxRetry.nanoseconds, settings.firstRetry.nanoseconds << min(refusedInARow - 1, 20))
+        let until = NIODeadline.now() + .nanoseconds(delay)
+        pausedUntil = max(pausedUntil ?? until, until)
     }
 
     private func retry(_ update: DeviceBitUpdate) -> EventLoopFuture<Void> {

@@ -21,6 +21,19 @@ final class DeviceCheckService {
     private let logger: Logger
     private let complaints: DeviceCheckComplaints
 
+    /// Calls to Apple in flight from this worker; past `maxInFlight` a call
+    /// fails at once (a slow or blackholed Apple would otherwise hold a
+    /// socket per request for the whole `deviceCheck.timeout`).
+    private var inFlight = 0
+    static let maxInFlight = 256
+    /// After Apple answers 429 the worker stops calling it for a while,
+    /// doubling while the 429s go on (250 ms to 30 s): the requests of that
+    /// time are answered as throttled without adding to Apple's count.
+    private var quietUntil: NIODeadline?
+    private var throttledInARow = 0
+    static let firstQuiet = TimeAmount.milliseconds(250)
+    static let longestQuiet = TimeAmount.seconds(30)
+
     /// `claim`: true when the hash was not yet spent (`Store.claimDeviceToken`);
     /// `enqueue`: `Store.enqueueDeviceBitUpdate`.
     init(
@@ -73,17 +86,12 @@ final class DeviceCheckService {
         let firstUse = claim(SHA256.hash(Array(token.utf8))).hop(to: eventLoop)
         let started = NIODeadline.now()
         let loop = eventLoop
-        let client = self.client
         let fallback = defaultEnvironment
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
         let answer = environment.hop(to: loop).flatMap { env -> EventLoopFuture<(DeviceCheckResult, AppEnvironment)> in
             let env = env ?? fallback
-            let call: EventLoopFuture<DeviceCheckResult> =
-                mode == .query
-                ? client.query(deviceToken: token, environment: env, on: loop)
-                : client.validate(deviceToken: token, environment: env, on: loop)
-            return call.map { ($0, env) }
+            return bound.value.ask(mode, token: token, environment: env).map { ($0, env) }
         }
-        let bound = NIOLoopBound(self, eventLoop: eventLoop)
         return firstUse.and(answer).map { first, answered in
             let me = bound.value
             let (result, env) = answered
@@ -102,6 +110,43 @@ final class DeviceCheckService {
             bound.value.metrics?.calls(mode.rawValue, "failed").inc()
             return DeviceCheckOutcome(signal: .unavailable)
         }
+    }
+
+    /// Apple's answer, unless this worker is holding off (a 429 lately) or
+    /// has too many calls out; then the answer is made here.
+    private func ask(_ mode: DeviceCheckMode, token: String, environment: AppEnvironment) -> EventLoopFuture<DeviceCheckResult> {
+        let now = NIODeadline.now()
+        if let quietUntil, now < quietUntil { return eventLoop.makeSucceededFuture(.throttled) }
+        guard inFlight < Self.maxInFlight else {
+            complaints.once("busy") {
+                logger.warning(
+                    "DeviceCheck: \(Self.maxInFlight) calls to Apple in flight on one worker; further calls fail until some return (logged once)")
+            }
+            return eventLoop.makeSucceededFuture(.failed("too many calls in flight"))
+        }
+        inFlight += 1
+        let call =
+            mode == .query
+            ? client.query(deviceToken: token, environment: environment, on: eventLoop)
+            : client.validate(deviceToken: token, environment: environment, on: eventLoop)
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        return call.hop(to: eventLoop)
+            .always { _ in bound.value.inFlight -= 1 }
+            .map { result in
+                bound.value.heard(result)
+                return result
+            }
+    }
+
+    private func heard(_ result: DeviceCheckResult) {
+        guard case .throttled = result else {
+            if case .failed = result { return }  // no word from Apple either way
+            throttledInARow = 0
+            return
+        }
+        throttledInARow += 1
+        let quiet = min(Self.longestQuiet.nanoseconds, Self.firstQuiet.nanoseconds << min(throttledInARow - 1, 16))
+        quietUntil = NIODeadline.now() + .nanoseconds(quiet)
     }
 
     /// An upstream's `Set-Device-Bits` (already parsed), queued durably for

@@ -124,8 +124,12 @@ public final class GatewayServer: Sendable {
             let complaints = DeviceCheckComplaints()
             let dcMetrics = DeviceCheckMetrics(family: metrics.deviceCheckCalls, latency: metrics.deviceCheckDuration)
             let loop = group.next()
-            let settings = DeviceBitUpdater.Settings(
+            var updaterSettings = DeviceBitUpdater.Settings(
                 retryFor: dc.updateRetryFor, pollEvery: dc.updatePollEvery, batch: dc.updateBatch)
+            // A claim must outlast a delivery (Apple's answer may take the
+            // whole timeout), or another gateway sends the update again.
+            updaterSettings.lease = max(updaterSettings.lease, dc.timeout * 2 + .seconds(5))
+            let settings = updaterSettings
             let depth = metrics.deviceCheckQueueDepth
             updater = try? await loop.submit {
                 NIOLoopBound(

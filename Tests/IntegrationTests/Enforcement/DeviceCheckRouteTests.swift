@@ -153,7 +153,7 @@ extension Integration {
             options.log = log
             let h = try await EnforcementHarness.start(options)
             let apple = try #require(h.apple)
-            for answer in [AppleMockAnswer.status(503, "down"), .status(429, "slow down"), .stall] {
+            for answer in [AppleMockAnswer.status(503, "down"), .stall] {
                 apple.answerAlways(answer, for: .validate)
                 let refused = try await h.send("GET", "/dc-device/a", headers: [try token("d-\(answer)")])
                 #expect(refused.status == 503, "\(answer)")
@@ -170,6 +170,15 @@ extension Integration {
             let unauthorized = try await h.send("GET", "/dc-device/a", headers: [try token("f")])
             #expect(unauthorized.json["reason"] as? String == "devicecheck-unavailable")
             _ = try await h.send("GET", "/dc-device/a", headers: [try token("g")])
+            // 429 last: after one, a worker leaves Apple alone for a while
+            // (the next test), and the answers above had to reach Apple.
+            apple.answerAlways(.status(429, "slow down"), for: .validate)
+            let throttled = try await h.send("GET", "/dc-device/a", headers: [try token("t-1")])
+            #expect(throttled.status == 503)
+            #expect(throttled.json["reason"] as? String == "devicecheck-unavailable")
+            let throttledLenient = try await h.send("GET", "/dc-lenient/a", headers: [try token("t-2")])
+            #expect(throttledLenient.status == 200)
+            #expect(try forwarded(h)["X-AssertGate-Device"] == ["unavailable"])
             let keyErrors = log.all.filter { $0.level == .error && $0.text.contains("DeviceCheck refused the gateway's key") }
             #expect(keyErrors.count == 1, "\(log.all)")
             #expect(keyErrors.first?.text.contains("deviceCheck.teamId, deviceCheck.keyId and deviceCheck.privateKey") == true)
@@ -177,9 +186,33 @@ extension Integration {
             #expect(!log.all.contains { $0.text.contains("eyJ") || $0.text.contains("AGDT") })
             let metrics = try await h.send("GET", "/metrics", http1: true, base: h.adminBase)
             #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="unauthorized"} 2"#))
-            // 503 and the stall, on both routes; 429 on both routes.
+            // 503 and the stall, on both routes; 429 on both routes (asked, or answered as Apple would be).
             #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="failed"} 4"#))
             #expect(metrics.body.contains(#"assertgate_devicecheck_calls_total{call="validate",result="throttled"} 2"#))
+            try await h.stop()
+        }
+
+        /// After a 429 a worker stops asking Apple for a while (250 ms,
+        /// doubling while 429s go on): three requests on one connection (one
+        /// worker), each with its own token, make one call; the other two are
+        /// answered as throttled without adding to Apple's count.
+        @Test func aThrottledAppleIsLeftAloneForAWhile() async throws {
+            let h = try await harness()
+            let apple = try #require(h.apple)
+            apple.answerAlways(.status(429, "slow down"), for: .validate)
+            // HTTP/1.1 keep-alive, one after the other on one connection,
+            // each with a token of its own (curl 7.88 cannot send a second
+            // request on an h2c prior-knowledge connection).
+            var args = ["-sS", "--http1.1"]
+            for (i, device) in ["quiet-a", "quiet-b", "quiet-c"].enumerated() {
+                let (name, value) = try token(device)
+                if i > 0 { args.append("--next") }
+                args += ["-H", "\(name): \(value)", "-o", "/dev/null", "-w", "%{http_code} ", h.base + "/dc-lenient/a"]
+            }
+            let r = try await Run.tool("curl", args)
+            #expect(r.stdout == "200 200 200 ", "\(r.stdout) \(r.stderr)")
+            #expect(apple.requests.filter { $0.endpoint == .validate }.count == 1)
+            #expect(try await metric(h, #"assertgate_devicecheck_calls_total{call="validate",result="throttled"} 3"#))
             try await h.stop()
         }
 
@@ -321,6 +354,31 @@ extension Integration {
                 .map(\.receivedAt).sorted()
             #expect(arrivals.count == 3)
             if arrivals.count == 3 { #expect(arrivals[2] - arrivals[0] >= appleTakes) }
+            try await h.stop()
+        }
+
+        /// A 429 to a bit update pauses the whole worker (500 ms, doubling),
+        /// not only that update: the next queued update, due at once, waits
+        /// (one update a look, a look every 20 ms: without the pause it went
+        /// 20 ms later).
+        @Test func aThrottledUpdatePausesTheWorker() async throws {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            options.updatePollEvery = "20ms"
+            options.updateBatch = 1
+            let h = try await EnforcementHarness.start(options)
+            let apple = try #require(h.apple)
+            apple.answerAlways(.status(429, "slow down"), for: .update)
+            let requests = try ["pause-a", "pause-b", "pause-c"].map { [try token($0), ("x-test-set-device-bits", "bit0=1")] }
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for headers in requests {
+                    group.addTask { try await h.send("GET", "/dc-device/a", headers: headers).status }
+                }
+                for try await status in group { #expect(status == 200) }
+            }
+            try await eventually("two update attempts") { apple.requests.filter { $0.endpoint == .update }.count >= 2 }
+            let arrivals = apple.requests.filter { $0.endpoint == .update }.map(\.receivedAt).sorted()
+            #expect(arrivals[1] - arrivals[0] >= .milliseconds(450), "\(arrivals)")
             try await h.stop()
         }
 
