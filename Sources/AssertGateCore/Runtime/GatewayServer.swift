@@ -225,12 +225,13 @@ public final class GatewayServer: Sendable {
             settings: settings, threadPool: threadPool, metrics: metrics, logger: logger)
     }
 
-    /// What of `fraudMetric` a running refresher was built from (compared on reload).
+    /// What of `deviceCheck` the Apple client and the update worker were
+    /// built from (compared on reload: a change needs a restart, and says so).
     private static func deviceCheckSettings(_ d: DeviceCheckConfig?) -> [String] {
         guard let d else { return [] }
         return [
             d.teamId, d.keyId, d.privateKey.value, d.baseURL, d.developmentBaseURL, d.environment.rawValue,
-            "\(d.timeout)", "\(d.updateRetryFor)", d.caFile ?? "",
+            "\(d.timeout)", "\(d.updateRetryFor)", "\(d.updatePollEvery)", "\(d.updateBatch)", d.caFile ?? "",
         ]
     }
 
@@ -314,7 +315,8 @@ public final class GatewayServer: Sendable {
         if Self.deviceCheckSettings(config.deviceCheck) != Self.deviceCheckSettings(startedConfig.deviceCheck),
             config.deviceCheck != nil
         {
-            logger.warning("deviceCheck changed: Apple's key, hosts and timeouts stay as started until a restart")
+            logger.warning(
+                "deviceCheck changed: Apple's key, hosts and timeouts and the update worker's settings stay as started until a restart")
         }
         if Self.refreshSettings(config.fraudMetric) != Self.refreshSettings(startedConfig.fraudMetric) {
             logger.warning("fraudMetric changed: receipt refresh keeps running as started until a restart")

@@ -7,7 +7,11 @@ enum CredentialCertificate {
 
     /// The 32-byte nonce in `SEQUENCE { [1] EXPLICIT OCTET STRING }`.
     static func nonce(_ leaf: X509Certificate) -> [UInt8]? {
-        guard let value = leaf.extensionValue(oid: nonceOID) else { return nil }
+        leaf.extensionValue(oid: nonceOID).flatMap(nonce(extensionValue:))
+    }
+
+    /// The same from the extension's value bytes (also what the fuzz target feeds).
+    static func nonce(extensionValue value: [UInt8]) -> [UInt8]? {
         guard let root = try? DER.parse(value), root.identifier == .sequence,
             case .constructed(let children) = root.content
         else { return nil }

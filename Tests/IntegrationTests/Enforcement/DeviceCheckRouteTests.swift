@@ -382,6 +382,20 @@ extension Integration {
             try await h.stop()
         }
 
+        /// The update worker is made at start: a reload that changes its
+        /// batch says that it needs a restart.
+        @Test func aReloadThatChangesTheUpdateWorkerSaysItNeedsARestart() async throws {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            options.updateBatch = 2
+            let log = RecordingLogHandler.Lines()
+            options.log = log
+            let h = try await EnforcementHarness.start(options)
+            try await h.reload { $0.replacingOccurrences(of: "updateBatch: 2", with: "updateBatch: 3") }
+            #expect(log.all.contains { $0.level == .warning && $0.text.contains("deviceCheck changed") }, "\(log.all)")
+            try await h.stop()
+        }
+
         @Test func aReloadCannotAddDeviceCheck() async throws {
             let h = try await EnforcementHarness.start()
             let text = try String(contentsOfFile: h.configPath, encoding: .utf8)
