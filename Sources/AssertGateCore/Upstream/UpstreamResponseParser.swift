@@ -84,9 +84,17 @@ struct UpstreamResponseParser {
         state = .head
         noBody = isHead
         pendingEnd = false
-        pendingHead.removeAll(keepingCapacity: true)
+        // Storage grown by one big head is let go: a pooled connection would
+        // otherwise hold up to the 64 KiB limit for as long as it lives.
+        pendingHead.removeAll(keepingCapacity: pendingHead.capacity <= Self.keptHeadCapacity)
+        if fieldStore.capacity > Self.keptFieldCapacity { fieldStore = [] }
         lineEnd = 0
     }
+
+    static let keptHeadCapacity = 8 << 10
+    static let keptFieldCapacity = 64
+    /// Tests: the head storage kept between responses.
+    var retainedHeadCapacity: Int { pendingHead.capacity }
 
     /// The connection closed: true when that completes the body (one delimited by the close).
     mutating func connectionClosed() -> Bool {

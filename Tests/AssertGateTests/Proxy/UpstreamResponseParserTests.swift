@@ -158,6 +158,29 @@ import Testing
         #expect(fields(kept[2]) == ["b: 2"])
     }
 
+    /// A pooled connection does not keep the storage of one big head for
+    /// as long as it lives; an ordinary head's is kept (no allocation per response).
+    @Test func theStorageOfABigHeadIsLetGo() throws {
+        var parser = UpstreamResponseParser()
+        func parse(_ text: String) throws {
+            parser.expectResponse(isHead: false)
+            var buffer = ByteBuffer(string: text)
+            loop: while true {
+                switch try parser.next(&buffer) {
+                case .end, .needMore: break loop
+                case .head, .body: continue
+                }
+            }
+        }
+        try parse("HTTP/1.1 200 OK\r\nX-Big: " + String(repeating: "b", count: 40_000) + "\r\nContent-Length: 0\r\n\r\n")
+        #expect(parser.retainedHeadCapacity >= 40_000)
+        try parse("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        #expect(parser.retainedHeadCapacity < UpstreamResponseParser.keptHeadCapacity)
+        let small = parser.retainedHeadCapacity
+        try parse("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        #expect(parser.retainedHeadCapacity == small)
+    }
+
     @Test func bytesAfterTheResponseAreLeftForTheCaller() {
         let r = run(["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"])
         #expect(r.ends == 1)
