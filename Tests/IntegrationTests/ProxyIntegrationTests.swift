@@ -192,7 +192,9 @@ extension Integration {
         /// follow what is open: a request in flight on each protocol, then none.
         @Test func openConnectionAndStreamGaugesFollowTraffic() async throws {
             let metrics = GatewayMetrics()
-            let h = try await Harness.start(threads: 1, hooks: GatewayHooks(makeObserver: { _ in MetricsObserver(metrics: metrics) }))
+            let h = try await Harness.start(
+                threads: 1,
+                hooks: GatewayHooks(makeObserver: { _ in MetricsObserver(metrics: metrics) }, openStreams: metrics.openStreams))
             let h2 = Task { try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/slow?ms=1500"]) }
             let h1 = Task { try await Run.tool("curl", ["-sS", "--http1.1", "\(h.base)/slow?ms=1500"]) }
             #expect(try await Integration.HardeningTests.eventually(within: 5) {

@@ -15,8 +15,15 @@ public final class Counter: Sendable {
 /// A value that goes up and down (Prometheus `gauge`), e.g. open connections.
 public final class Gauge: Sendable {
     private let storage = ShardedInt()
+    /// Counts owned by one event loop each, added in at every read.
+    private let attached = Mutex<[LoopCounter]>([])
 
     init() {}
+
+    /// `counter` is read into this gauge from now on (its owner keeps it).
+    func attach(_ counter: LoopCounter) {
+        attached.withLock { $0.append(counter) }
+    }
 
     @inline(__always)
     public func inc(_ by: Int = 1) { storage.add(by) }
@@ -24,7 +31,22 @@ public final class Gauge: Sendable {
     @inline(__always)
     public func dec(_ by: Int = 1) { storage.add(-by) }
 
-    public var value: Int { storage.sum }
+    public var value: Int { storage.sum &+ attached.withLock { $0.reduce(0) { $0 &+ $1.value } } }
+}
+
+/// A count written by one thread (an event loop) and read by any: a plain
+/// load and store, no read-modify-write, where a sharded gauge pays a thread
+/// lookup and a locked add. For what changes with every request.
+final class LoopCounter: Sendable {
+    private let storage = Atomic<Int>(0)
+
+    /// On the owning thread only.
+    @inline(__always)
+    func add(_ delta: Int) {
+        storage.store(storage.load(ordering: .relaxed) &+ delta, ordering: .relaxed)
+    }
+
+    var value: Int { storage.load(ordering: .relaxed) }
 }
 
 /// Observations in fixed buckets (Prometheus `histogram`). Each shard keeps

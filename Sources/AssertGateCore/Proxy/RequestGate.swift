@@ -174,9 +174,6 @@ public enum RequestTimeoutKind: String, Sendable, CaseIterable {
 public protocol RequestObserver: AnyObject {
     func requestFinished(_ summary: RequestSummary)
     func timedOut(_ kind: RequestTimeoutKind)
-    /// A request's pipeline began / ended (`assertgate_open_streams`).
-    func requestOpened()
-    func requestClosed()
     /// A client connection chose its protocol / closed (`assertgate_open_connections`).
     func connectionOpened(http2: Bool)
     func connectionClosed(http2: Bool)
@@ -186,8 +183,6 @@ public protocol RequestObserver: AnyObject {
 
 extension RequestObserver {
     public func timedOut(_ kind: RequestTimeoutKind) {}
-    public func requestOpened() {}
-    public func requestClosed() {}
     public func connectionOpened(http2: Bool) {}
     public func connectionClosed(http2: Bool) {}
     public func connectionRefused(_ reason: ConnectionRefusal) {}
@@ -200,13 +195,19 @@ public struct GatewayHooks: Sendable {
     public var makeObserver: @Sendable (any EventLoop) -> (any RequestObserver)?
     /// Routes with `deviceCheck` (nil: no `deviceCheck:` section; such routes see `unavailable`).
     var makeDeviceCheck: (@Sendable (any EventLoop) -> DeviceCheckService)?
+    /// `assertgate_open_streams`: each worker counts the pipelines it has
+    /// open on its own loop, and this gauge reads them (no call per request
+    /// through the observers).
+    public var openStreams: Gauge?
     public init(
         makeGate: @escaping @Sendable (any EventLoop) -> any RequestGate = { _ in PassthroughGate() },
         makeLocalHandlers: @escaping @Sendable (any EventLoop) -> [any LocalHandler] = { _ in [] },
-        makeObserver: @escaping @Sendable (any EventLoop) -> (any RequestObserver)? = { _ in nil }
+        makeObserver: @escaping @Sendable (any EventLoop) -> (any RequestObserver)? = { _ in nil },
+        openStreams: Gauge? = nil
     ) {
         self.makeGate = makeGate
         self.makeLocalHandlers = makeLocalHandlers
         self.makeObserver = makeObserver
+        self.openStreams = openStreams
     }
 }

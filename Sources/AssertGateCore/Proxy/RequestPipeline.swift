@@ -146,7 +146,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     func start() {
         guard case .idle = stage else { preconditionFailure("start called twice") }
-        worker.observer?.requestOpened()
+        worker.openRequests.add(1)
         if let refusal { return answer(refusal) }
         let path = request.path
         for handler in worker.localHandlers where handler.claims(path: path, snapshot: snapshot) {
@@ -725,7 +725,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     private func finish() {
         if isFinished { return }
         // Only a started pipeline counts as open (tests drive some without).
-        if case .idle = stage {} else { worker.observer?.requestClosed() }
+        if case .idle = stage {} else { worker.openRequests.add(-1) }
         stage = .finished
         stopBodyClock()
         releaseBufferReservation()

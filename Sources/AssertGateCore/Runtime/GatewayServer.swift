@@ -118,7 +118,8 @@ public final class GatewayServer: Sendable {
                         limiter: challengeLimiter, metrics: metrics)
                 ]
             },
-            makeObserver: { _ in RequestObservers([MetricsObserver(metrics: metrics), RequestLog(logger: logger)]) })
+            makeObserver: { _ in RequestObservers([MetricsObserver(metrics: metrics), RequestLog(logger: logger)]) },
+            openStreams: metrics.openStreams)
         var updater: NIOLoopBound<DeviceBitUpdater>?
         if let client = deviceCheckClient, let dc = config.deviceCheck {
             let complaints = DeviceCheckComplaints()

@@ -32,8 +32,6 @@ public final class MetricsObserver: RequestObserver {
         metrics.timeout(kind).inc()
     }
 
-    public func requestOpened() { metrics.openStreams.inc() }
-    public func requestClosed() { metrics.openStreams.dec() }
 
     /// Resolved once: `labels` takes the family's lock.
     private lazy var openHTTP2 = metrics.openConnections.labels("h2")

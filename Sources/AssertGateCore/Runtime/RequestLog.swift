@@ -70,12 +70,6 @@ public final class RequestObservers: RequestObserver {
     public func timedOut(_ kind: RequestTimeoutKind) {
         for o in observers { o.timedOut(kind) }
     }
-    public func requestOpened() {
-        for o in observers { o.requestOpened() }
-    }
-    public func requestClosed() {
-        for o in observers { o.requestClosed() }
-    }
     public func connectionOpened(http2: Bool) {
         for o in observers { o.connectionOpened(http2: http2) }
     }

@@ -23,6 +23,8 @@ final class Worker {
     /// Live downstream connections, for graceful shutdown.
     var connections: [ObjectIdentifier: Channel] = [:]
     var isQuiescing = false
+    /// Request pipelines started and not finished (`assertgate_open_streams`).
+    let openRequests = LoopCounter()
 
     init(
         eventLoop: EventLoop, snapshot: GatewaySnapshot, hooks: GatewayHooks, logger: Logger,
@@ -36,6 +38,7 @@ final class Worker {
         self.localHandlers = hooks.makeLocalHandlers(eventLoop)
         self.observer = hooks.makeObserver(eventLoop)
         self.deviceCheck = hooks.makeDeviceCheck?(eventLoop)
+        hooks.openStreams?.attach(openRequests)
     }
 
     /// DeviceCheck for routes that ask it (nil without a `deviceCheck:` section).

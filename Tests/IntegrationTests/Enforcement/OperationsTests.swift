@@ -140,6 +140,22 @@ extension Integration {
             try await h.stop()
         }
 
+        /// `assertgate_open_streams` through `serve`: a request in flight
+        /// counts (each worker counts its own, the gauge adds them), then not.
+        @Test func openStreamsFollowARequestInFlight() async throws {
+            let h = try await EnforcementHarness.start()
+            let slow = Task { try await h.send("GET", "/open/slow?ms=1500") }
+            func metrics() async throws -> String { try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body }
+            #expect(try await Integration.HardeningTests.eventuallyAsync(within: 5) {
+                try await metrics().contains("assertgate_open_streams 1\n")
+            })
+            #expect(try await slow.value.status == 200)
+            #expect(try await Integration.HardeningTests.eventuallyAsync(within: 5) {
+                try await metrics().contains("assertgate_open_streams 0\n")
+            })
+            try await h.stop()
+        }
+
         /// `store.redis.password: {file: …}` against a Redis with
         /// `requirepass`: the password is in neither the config file nor the
         /// log, and the gateway attests and verifies through that Redis.
