@@ -95,18 +95,29 @@ public final class AttestationRoutes: LocalHandler {
             return issue(parsed, request, context)
         }
         // risk.md §4: the shared budget first; a refused challenge stores nothing.
-        return store.takeAttestChallengeBudget(rate: rampUp)
+        let metrics = self.metrics
+        let budget = store.takeAttestChallengeBudget(rate: rampUp).map { budget -> Rejection? in
+            guard case .limited(let retry) = budget else { return nil }
+            metrics?.attestChallengesRampLimited.inc()
+            return Rejection(.rateLimited, retryAfter: retry)
+        }
+        return afterStoreCheck(budget, request) { self.issue(parsed, request, context) }
+    }
+
+    /// A store step that may refuse the request (a `Rejection`) before `next`
+    /// runs; a store that cannot answer is `503 store-unavailable`.
+    private func afterStoreCheck(
+        _ check: EventLoopFuture<Rejection?>, _ request: ProxyRequest,
+        next: @escaping () -> EventLoopFuture<LocalResponse>
+    ) -> EventLoopFuture<LocalResponse> {
+        check
             .hop(to: eventLoop)
             .assumeIsolated()
-            .flatMap { budget -> EventLoopFuture<LocalResponse> in
-                if case .limited(let retry) = budget {
-                    self.metrics?.attestChallengesRampLimited.inc()
-                    return self.eventLoop.makeSucceededFuture(
-                        self.problem(Rejection(.rateLimited, retryAfter: retry), request))
-                }
-                return self.issue(parsed, request, context)
+            .flatMap { refusal -> EventLoopFuture<LocalResponse> in
+                if let refusal { return self.eventLoop.makeSucceededFuture(self.problem(refusal, request)) }
+                return next()
             }
-            .recover { _ in
+            .flatMapErrorThrowing { _ in
                 self.metrics?.storeErrors.inc()
                 return self.problem(Rejection(.storeUnavailable), request)
             }
@@ -149,20 +160,9 @@ public final class AttestationRoutes: LocalHandler {
         // chains and signatures on the thread pool (which every attestation
         // shares): the challenge route is rate-limited per client, this one
         // would otherwise not be. `registerKey` still consumes it atomically.
-        return store.attestChallengeIsLive(keyId: parsed.keyId, challenge: parsed.challenge)
-            .hop(to: eventLoop)
-            .assumeIsolated()
-            .flatMap { live -> EventLoopFuture<LocalResponse> in
-                guard live else {
-                    return self.eventLoop.makeSucceededFuture(self.problem(Rejection(.unknownChallenge), request))
-                }
-                return self.verifyAndRegister(parsed, request, context)
-            }
-            .flatMapErrorThrowing { _ in
-                self.metrics?.storeErrors.inc()
-                return self.problem(Rejection(.storeUnavailable), request)
-            }
-            .nonisolated()
+        let live = store.attestChallengeIsLive(keyId: parsed.keyId, challenge: parsed.challenge)
+            .map { $0 ? nil : Rejection(.unknownChallenge) }
+        return afterStoreCheck(live, request) { self.verifyAndRegister(parsed, request, context) }
     }
 
     /// The checks of app-attest.md §2 on the thread pool, then the one atomic

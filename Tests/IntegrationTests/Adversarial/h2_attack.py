@@ -99,7 +99,10 @@ class Reader:
         return 1
 
 
-def rapid_reset(port):
+def stream_storm(port, path, after):
+    """100 batches of 100 streams, each a request for `path` (ended) followed
+    by the frame `after(stream_id)` makes, until the server stops them.
+    Returns the reader and the number of streams sent."""
     s = connect(port)
     r = Reader(s)
     enc = hpack.Encoder()
@@ -107,8 +110,8 @@ def rapid_reset(port):
     for batch in range(100):
         out = b""
         for _ in range(100):
-            out += HeadersFrame(sid, request_block(enc, "/slow?ms=5000"), flags=["END_HEADERS", "END_STREAM"]).serialize()
-            out += RstStreamFrame(sid, error_code=8).serialize()
+            out += HeadersFrame(sid, request_block(enc, path), flags=["END_HEADERS", "END_STREAM"]).serialize()
+            out += after(sid)
             sid += 2
         if not r.send(out):
             break
@@ -116,6 +119,11 @@ def rapid_reset(port):
         if r.goaway is not None or r.closed:
             break
     r.pump(3)
+    return r, sid // 2
+
+
+def rapid_reset(port):
+    r, _ = stream_storm(port, "/slow?ms=5000", lambda sid: RstStreamFrame(sid, error_code=8).serialize())
     # Resets initiated by the client are not a defence: only GOAWAY or close counts here.
     r.resets = {}
     return r.verdict("rapid-reset")
@@ -126,30 +134,15 @@ def made_you_reset(port):
     the server reset each stream instead, with a WINDOW_UPDATE that takes the
     stream's window past 2^31-1 (FLOW_CONTROL_ERROR, a stream error; nghttp2
     1.52 answers most other such errors with GOAWAY). Each request has been
-    started by then. Like
-    rapid-reset, only GOAWAY or a close counts as a defence."""
-    s = connect(port)
-    r = Reader(s)
-    enc = hpack.Encoder()
-    sid = 1
-    for batch in range(100):
-        out = b""
-        for _ in range(100):
-            out += HeadersFrame(sid, request_block(enc, "/hello"), flags=["END_HEADERS", "END_STREAM"]).serialize()
-            out += WindowUpdateFrame(sid, window_increment=0x7fffffff).serialize()
-            sid += 2
-        if not r.send(out):
-            break
-        r.pump(0.01)
-        if r.goaway is not None or r.closed:
-            break
-    r.pump(3)
+    started by then. Like rapid-reset, only GOAWAY or a close counts as a
+    defence."""
+    r, sent = stream_storm(port, "/hello", lambda sid: WindowUpdateFrame(sid, window_increment=0x7fffffff).serialize())
     # Only the reset budget's GOAWAY(ENHANCE_YOUR_CALM) counts, and only when
     # no stream was refused: refusals (REFUSED_STREAM) spend another budget,
     # whose GOAWAY would pass this test without the defence under test.
     refused = sum(1 for code in r.resets.values() if code == 7)
     if r.goaway == 11 and refused == 0:
-        print(f"made-you-reset: GOAWAY error_code=11 (of {sid // 2} streams sent), none refused")
+        print(f"made-you-reset: GOAWAY error_code=11 (of {sent} streams sent), none refused")
         return 0
     print(f"made-you-reset: NO DEFENCE observed (goaway={r.goaway}, closed={r.closed}, refused={refused})")
     return 1

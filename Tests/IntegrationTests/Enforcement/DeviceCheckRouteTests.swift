@@ -320,6 +320,27 @@ extension Integration {
             try await h.stop()
         }
 
+        /// DeviceCheck with an update worker that looks at the queue every 20 ms
+        /// and claims `batch` updates a look.
+        private func fastUpdater(batch: Int) async throws -> (EnforcementHarness, AppleMockServer) {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            options.updatePollEvery = "20ms"
+            options.updateBatch = batch
+            let h = try await EnforcementHarness.start(options)
+            return (h, try #require(h.apple))
+        }
+
+        /// Sends each head to `/dc-device/a` at once; each must be answered 200.
+        private func sendTogether(_ h: EnforcementHarness, _ requests: [[(String, String)]]) async throws {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for headers in requests {
+                    group.addTask { try await h.send("GET", "/dc-device/a", headers: headers).status }
+                }
+                for try await status in group { #expect(status == 200) }
+            }
+        }
+
         /// `updateBatch` bounds what one look at the queue sends to Apple at
         /// once. A first update that Apple leaves unanswered keeps the worker
         /// busy (until the 400 ms timeout) while three more are queued; the
@@ -327,12 +348,7 @@ extension Integration {
         /// (300 ms a call) has answered those. With the default batch all
         /// three would arrive together.
         @Test func updateBatchBoundsTheUpdatesInFlight() async throws {
-            var options = EnforcementHarness.Options()
-            options.deviceCheck = true
-            options.updatePollEvery = "20ms"
-            options.updateBatch = 2
-            let h = try await EnforcementHarness.start(options)
-            let apple = try #require(h.apple)
+            let (h, apple) = try await fastUpdater(batch: 2)
             let appleTakes = TimeAmount.milliseconds(300)
             apple.script([.stall], for: .update)
             apple.setLatency(appleTakes, for: .update)
@@ -343,12 +359,7 @@ extension Integration {
             try await eventually("the first update is with Apple") { apple.requests.contains { $0.endpoint == .update } }
             let devices = ["batch-a", "batch-b", "batch-c"]
             let requests = try devices.map { [try token($0), ("x-test-set-device-bits", "bit1=1")] }
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for headers in requests {
-                    group.addTask { try await h.send("GET", "/dc-device/a", headers: headers).status }
-                }
-                for try await status in group { #expect(status == 200) }
-            }
+            try await sendTogether(h, requests)
             try await eventually("the three delivered") { devices.allSatisfy { apple.bits(device: $0)?.bit1 == true } }
             let arrivals = apple.requests.filter { $0.endpoint == .update && devices.contains($0.device ?? "") }
                 .map(\.receivedAt).sorted()
@@ -362,20 +373,10 @@ extension Integration {
         /// (one update a look, a look every 20 ms: without the pause it went
         /// 20 ms later).
         @Test func aThrottledUpdatePausesTheWorker() async throws {
-            var options = EnforcementHarness.Options()
-            options.deviceCheck = true
-            options.updatePollEvery = "20ms"
-            options.updateBatch = 1
-            let h = try await EnforcementHarness.start(options)
-            let apple = try #require(h.apple)
+            let (h, apple) = try await fastUpdater(batch: 1)
             apple.answerAlways(.status(429, "slow down"), for: .update)
             let requests = try ["pause-a", "pause-b", "pause-c"].map { [try token($0), ("x-test-set-device-bits", "bit0=1")] }
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for headers in requests {
-                    group.addTask { try await h.send("GET", "/dc-device/a", headers: headers).status }
-                }
-                for try await status in group { #expect(status == 200) }
-            }
+            try await sendTogether(h, requests)
             try await eventually("two update attempts") { apple.requests.filter { $0.endpoint == .update }.count >= 2 }
             let arrivals = apple.requests.filter { $0.endpoint == .update }.map(\.receivedAt).sorted()
             #expect(arrivals[1] - arrivals[0] >= .milliseconds(450), "\(arrivals)")
