@@ -84,7 +84,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .deviceCheck:
             return [
                 "teamId", "keyId", "privateKey", "baseURL", "developmentBaseURL", "environment", "timeout",
-                "updateRetryFor", "updatePollEvery", "updateBatch", "caFile",
+                "updateRetryFor", "updatePollEvery", "updateBatch", "maxQueuedUpdates", "caFile",
             ]
         case .logging: return ["level", "format"]
         }

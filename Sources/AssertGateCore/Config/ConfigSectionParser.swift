@@ -721,6 +721,9 @@ struct ConfigSectionParser {
         }
         let batch = reader.int(
             view, "updateBatch", min: DeviceCheckConfig.updateBatchRange.lowerBound, max: DeviceCheckConfig.updateBatchRange.upperBound)
+        let maxQueued = reader.int(
+            view, "maxQueuedUpdates", min: DeviceCheckConfig.maxQueuedUpdatesRange.lowerBound,
+            max: DeviceCheckConfig.maxQueuedUpdatesRange.upperBound)
         let caFile = pemFile(view, "caFile", label: "CERTIFICATE", required: false)
         guard let teamId, let keyId, let key else { return nil }
         var d = DeviceCheckConfig(teamId: teamId, keyId: keyId, privateKey: key)
@@ -731,6 +734,7 @@ struct ConfigSectionParser {
         if let retry { d.updateRetryFor = retry }
         if let poll, DeviceCheckConfig.updatePollRange.contains(poll) { d.updatePollEvery = poll }
         if let batch { d.updateBatch = batch }
+        if let maxQueued { d.maxQueuedUpdates = maxQueued }
         d.caFile = caFile
         return d
     }

@@ -105,7 +105,7 @@ public enum ConfigSummary {
         if let d = config.deviceCheck {
             out.append("deviceCheck: team \(d.teamId), key \(d.keyId) (\(source(d.privateKey))), production \(d.baseURL), development \(d.developmentBaseURL), default \(d.environment.rawValue), "
                 + "timeout \(DurationParser.format(d.timeout)), updates retried for \(DurationParser.format(d.updateRetryFor)), "
-                + "queue looked at every \(DurationParser.format(d.updatePollEvery)), \(d.updateBatch) at a time, server verified against \(d.caFile ?? "the system trust store")")
+                + "queue looked at every \(DurationParser.format(d.updatePollEvery)), \(d.updateBatch) at a time, at most \(d.maxQueuedUpdates) queued, server verified against \(d.caFile ?? "the system trust store")")
         } else {
             out.append("deviceCheck: off")
         }

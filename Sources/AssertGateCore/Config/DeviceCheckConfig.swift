@@ -26,6 +26,12 @@ public struct DeviceCheckConfig: Sendable {
     public var updateBatch = 32
     public static let updatePollRange = TimeAmount.milliseconds(10)...TimeAmount.seconds(60)
     public static let updateBatchRange = 1...1000
+    /// The most bit updates the queue holds (every gateway on the store
+    /// together); past it an upstream's update is dropped and counted. Each
+    /// holds a device token (a few KiB), so a long Apple outage with a busy
+    /// app would otherwise grow the store without bound.
+    public var maxQueuedUpdates = 20_000
+    public static let maxQueuedUpdatesRange = 1...10_000_000
     /// PEM CA certificates for Apple's server; nil = the system trust store.
     public var caFile: String?
 

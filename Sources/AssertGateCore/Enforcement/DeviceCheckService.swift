@@ -15,7 +15,7 @@ final class DeviceCheckService {
     private let eventLoop: EventLoop
     private let client: DeviceCheckClient
     private let claim: (_ hash: [UInt8]) -> EventLoopFuture<Bool>
-    private let enqueue: (DeviceBitUpdate) -> EventLoopFuture<Void>
+    private let enqueue: (DeviceBitUpdate) -> EventLoopFuture<Bool>
     private let defaultEnvironment: AppEnvironment
     private let metrics: DeviceCheckMetrics?
     private let logger: Logger
@@ -39,7 +39,7 @@ final class DeviceCheckService {
     init(
         eventLoop: EventLoop, client: DeviceCheckClient, defaultEnvironment: AppEnvironment,
         claim: @escaping (_ hash: [UInt8]) -> EventLoopFuture<Bool>,
-        enqueue: @escaping (DeviceBitUpdate) -> EventLoopFuture<Void>, metrics: DeviceCheckMetrics?, logger: Logger,
+        enqueue: @escaping (DeviceBitUpdate) -> EventLoopFuture<Bool>, metrics: DeviceCheckMetrics?, logger: Logger,
         complaints: DeviceCheckComplaints
     ) {
         self.eventLoop = eventLoop
@@ -163,7 +163,15 @@ final class DeviceCheckService {
             deviceToken: accepted.token, environment: accepted.environment, bit0: bits.bit0, bit1: bits.bit1,
             enqueuedAt: UnixClock.nowMillis())
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        return enqueue(update).hop(to: eventLoop).recover { error in
+        return enqueue(update).hop(to: eventLoop).map { queued in
+            guard !queued else { return }
+            let me = bound.value
+            me.metrics?.calls("update", "queue-full").inc()
+            me.complaints.once("queueFull") {
+                me.logger.error(
+                    "the DeviceCheck bit-update queue is full (deviceCheck.maxQueuedUpdates): updates are dropped until Apple takes some (logged once; counted as result=queue-full)")
+            }
+        }.recover { error in
             let me = bound.value
             me.metrics?.calls("update", "failed").inc()
             me.logger.error("a device bit update could not be queued; it is lost", metadata: ["error": "\(error)"])

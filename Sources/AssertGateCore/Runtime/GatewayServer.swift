@@ -144,7 +144,7 @@ public final class GatewayServer: Sendable {
                 return DeviceCheckService(
                     eventLoop: loop, client: client, defaultEnvironment: dc.environment,
                     claim: { store.claimDeviceToken(hash: $0, ttl: DeviceCheckService.spentFor) },
-                    enqueue: { store.enqueueDeviceBitUpdate($0) }, metrics: dcMetrics,
+                    enqueue: { store.enqueueDeviceBitUpdate($0, maxQueued: dc.maxQueuedUpdates) }, metrics: dcMetrics,
                     logger: logger, complaints: complaints)
             }
         }
@@ -232,7 +232,8 @@ public final class GatewayServer: Sendable {
         guard let d else { return [] }
         return [
             d.teamId, d.keyId, d.privateKey.value, d.baseURL, d.developmentBaseURL, d.environment.rawValue,
-            "\(d.timeout)", "\(d.updateRetryFor)", "\(d.updatePollEvery)", "\(d.updateBatch)", d.caFile ?? "",
+            "\(d.timeout)", "\(d.updateRetryFor)", "\(d.updatePollEvery)", "\(d.updateBatch)", "\(d.maxQueuedUpdates)",
+            d.caFile ?? "",
         ]
     }
 

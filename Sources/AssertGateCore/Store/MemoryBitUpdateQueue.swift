@@ -11,11 +11,13 @@ struct MemoryBitUpdateQueue {
 
     var depth: Int { items.count }
 
-    mutating func enqueue(_ update: DeviceBitUpdate) {
-        guard items[update.id] == nil else { return }
+    mutating func enqueue(_ update: DeviceBitUpdate, maxQueued: Int) -> Bool {
+        guard items[update.id] == nil else { return true }
+        guard items.count < maxQueued else { return false }
         var stored = update
         stored.attempts = 0
         items[update.id] = Item(update: stored, due: update.enqueuedAt)
+        return true
     }
 
     mutating func claim(now: Int64, lease: Int64, limit: Int) -> [DeviceBitUpdate] {

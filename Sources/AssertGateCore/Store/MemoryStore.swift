@@ -334,10 +334,10 @@ public final class MemoryStore: Store, StoreProvider {
         }
     }
 
-    public func enqueueDeviceBitUpdate(_ update: DeviceBitUpdate) -> EventLoopFuture<Void> {
+    public func enqueueDeviceBitUpdate(_ update: DeviceBitUpdate, maxQueued: Int) -> EventLoopFuture<Bool> {
         answer { state, _ in
             try update.validate()
-            state.bitUpdates.enqueue(update)
+            return state.bitUpdates.enqueue(update, maxQueued: maxQueued)
         }
     }
 

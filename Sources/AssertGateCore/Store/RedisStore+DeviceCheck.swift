@@ -23,13 +23,16 @@ extension RedisStore {
             }
     }
 
-    public func enqueueDeviceBitUpdate(_ update: DeviceBitUpdate) -> EventLoopFuture<Void> {
+    public func enqueueDeviceBitUpdate(_ update: DeviceBitUpdate, maxQueued: Int) -> EventLoopFuture<Bool> {
         do { try update.validate() } catch { return eventLoop.makeFailedFuture(error) }
         return redis.evalSHA(
             RedisStoreScripts.enqueueBitUpdate, keys: Self.bitQueueKeys,
-            arguments: [.string(update.id), .string(update.payload), .integer(update.enqueuedAt)]
+            arguments: [
+                .string(update.id), .string(update.payload), .integer(update.enqueuedAt), .integer(Int64(maxQueued)),
+            ]
         ).flatMapThrowing { reply in
-            guard case .integer = reply else { throw Self.unexpected(reply, "enqueue") }
+            guard case .integer(let n) = reply else { throw Self.unexpected(reply, "enqueue") }
+            return n >= 0
         }
     }
 

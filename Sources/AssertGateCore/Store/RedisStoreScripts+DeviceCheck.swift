@@ -4,9 +4,12 @@ import AssertGateRedis
 /// touches the queue's three keys, under one hash tag, so one slot.
 extension RedisStoreScripts {
     /// KEYS = ag:{dbq}:due, ag:{dbq}:upd, ag:{dbq}:att; ARGV = id, payload,
-    /// due (ms). An id already queued is left as it is. → 1 added, 0 present.
+    /// due (ms), the most the queue may hold. An id already queued is left as
+    /// it is. → 1 added, 0 present, -1 full (nothing stored).
     static let enqueueBitUpdate = RedisScript(
         """
+        if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+        if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
         if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
         redis.call('HSET', KEYS[3], ARGV[1], 0)
         redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])

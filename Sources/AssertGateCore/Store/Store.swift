@@ -133,9 +133,11 @@ public protocol Store: AnyObject, Sendable {
     /// hash is stored.
     func claimDeviceToken(hash: [UInt8], ttl: TimeAmount) -> EventLoopFuture<Bool>
 
-    /// Queues `update`, due at once. Enqueuing an id already queued changes
-    /// nothing (a retried write does not duplicate the update).
-    func enqueueDeviceBitUpdate(_ update: DeviceBitUpdate) -> EventLoopFuture<Void>
+    /// Queues `update`, due at once, unless the queue already holds
+    /// `maxQueued` updates: then false, and nothing is stored. Enqueuing an
+    /// id already queued changes nothing (a retried write does not duplicate
+    /// the update) and answers true.
+    func enqueueDeviceBitUpdate(_ update: DeviceBitUpdate, maxQueued: Int) -> EventLoopFuture<Bool>
 
     /// Updates due at `nowMillis` (unix ms), earliest first, at most `limit`,
     /// each leased to the caller until `nowMillis + leaseMillis` and its

@@ -36,12 +36,13 @@ import Testing
         #expect(d.updateRetryFor == .hours(1))
         #expect(d.updatePollEvery == .milliseconds(250))
         #expect(d.updateBatch == 32)
+        #expect(d.maxQueuedUpdates == 20_000)
         #expect(d.caFile == nil)
         let e = try parse("""
             deviceCheck:
               {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {env: DC_KEY}, baseURL: "https://127.0.0.1:8443/",
                developmentBaseURL: "https://[::1]:9443", environment: development, timeout: 300ms, updateRetryFor: 10m,
-               updatePollEvery: 1s, updateBatch: 100}
+               updatePollEvery: 1s, updateBatch: 100, maxQueuedUpdates: 500}
 
             """).get().deviceCheck
         #expect(e?.baseURL == "https://127.0.0.1:8443")
@@ -51,6 +52,7 @@ import Testing
         #expect(e?.updateRetryFor == .minutes(10))
         #expect(e?.updatePollEvery == .seconds(1))
         #expect(e?.updateBatch == 100)
+        #expect(e?.maxQueuedUpdates == 500)
         #expect(try parse("").get().deviceCheck == nil)
     }
 
@@ -80,7 +82,7 @@ import Testing
         let bad = errors("""
             deviceCheck:
               {teamId: abc, keyId: XYZ1234567, privateKey: {env: DC_KEY}, baseURL: "http://x", environment: staging,
-               timeout: 31s, updateRetryFor: 10ms, updatePollEvery: 5ms, updateBatch: 0, colour: blue}
+               timeout: 31s, updateRetryFor: 10ms, updatePollEvery: 5ms, updateBatch: 0, maxQueuedUpdates: 0, colour: blue}
 
             """)
         for expected in [
@@ -91,6 +93,7 @@ import Testing
             "deviceCheck.updateRetryFor: must be at least 1s",
             "deviceCheck.updatePollEvery: between 10ms and 1m, got 5ms",
             "deviceCheck.updateBatch: must be at least 1, got 0",
+            "deviceCheck.maxQueuedUpdates: must be at least 1, got 0",
             "colour",
         ] {
             #expect(bad.contains { $0.contains(expected) }, "\(expected) not in \(bad)")

@@ -57,16 +57,34 @@ struct DeviceCheckStoreConformanceTests {
 
     // MARK: bit-update queue
 
+    /// `deviceCheck.maxQueuedUpdates`: a full queue stores nothing more and
+    /// says so; an id already queued still answers true; an ack makes room.
+    @Test(arguments: StoreBackend.allCases)
+    func aFullQueueRefusesNewUpdates(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { h in
+            let s = h.store
+            let (a, b, c) = (Self.update(), Self.update(), Self.update())
+            #expect(try await s.enqueueDeviceBitUpdate(a, maxQueued: 2).get())
+            #expect(try await s.enqueueDeviceBitUpdate(b, maxQueued: 2).get())
+            #expect(try await s.enqueueDeviceBitUpdate(c, maxQueued: 2).get() == false)
+            #expect(try await s.enqueueDeviceBitUpdate(a, maxQueued: 2).get())
+            #expect(try await s.deviceBitQueueDepth().get() == 2)
+            try await s.ackDeviceBitUpdate(id: a.id).get()
+            #expect(try await s.enqueueDeviceBitUpdate(c, maxQueued: 2).get())
+            #expect(try await s.deviceBitQueueDepth().get() == 2)
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func enqueueClaimAck(_ backend: StoreBackend) async throws {
         try await withStore(backend) { h in
             let s = h.store
             let first = Self.update(at: Self.t0, bit0: true, bit1: false)
             let second = Self.update(at: Self.t0 + 10, bit0: nil, bit1: true)
-            try await s.enqueueDeviceBitUpdate(first).get()
-            try await s.enqueueDeviceBitUpdate(second).get()
+            #expect(try await s.enqueueDeviceBitUpdate(first, maxQueued: 1_000_000).get())
+            #expect(try await s.enqueueDeviceBitUpdate(second, maxQueued: 1_000_000).get())
             // The same id again (a retried write) is not a second update.
-            try await s.enqueueDeviceBitUpdate(first).get()
+            #expect(try await s.enqueueDeviceBitUpdate(first, maxQueued: 1_000_000).get())
             #expect(try await s.deviceBitQueueDepth().get() == 2)
             // Not due before its enqueue time.
             #expect(try await s.claimDeviceBitUpdates(nowMillis: Self.t0 - 1, leaseMillis: 1000, limit: 10).get().isEmpty)
@@ -102,7 +120,7 @@ struct DeviceCheckStoreConformanceTests {
     func aClaimOfTheLargestBatchIsRead(_ backend: StoreBackend) async throws {
         try await withStore(backend) { h in
             let updates = (0..<1000).map { _ in Self.update() }
-            for u in updates { try await h.store.enqueueDeviceBitUpdate(u).get() }
+            for u in updates { #expect(try await h.store.enqueueDeviceBitUpdate(u, maxQueued: 1_000_000).get()) }
             let batch = try await h.store.claimDeviceBitUpdates(nowMillis: Self.t0 + 100, leaseMillis: 60_000, limit: 1000).get()
             #expect(batch.count == 1000)
             #expect(Set(batch.map(\.id)) == Set(updates.map(\.id)))
@@ -113,7 +131,7 @@ struct DeviceCheckStoreConformanceTests {
     func twoConsumersNeverClaimTheSameUpdateWithinALease(_ backend: StoreBackend) async throws {
         try await withStore(backend, loops: 2) { h in
             let updates = (0..<60).map { i in Self.update(at: Self.t0 + Int64(i % 7)) }
-            for u in updates { try await h.store.enqueueDeviceBitUpdate(u).get() }
+            for u in updates { #expect(try await h.store.enqueueDeviceBitUpdate(u, maxQueued: 1_000_000).get()) }
             let stores = h.stores
             // Both claim at once, in small batches, until the queue has nothing due.
             let batches = try await withThrowingTaskGroup(of: [String].self) { group in
@@ -145,7 +163,7 @@ struct DeviceCheckStoreConformanceTests {
         try await withStore(backend) { h in
             let s = h.store
             let u = Self.update()
-            try await s.enqueueDeviceBitUpdate(u).get()
+            #expect(try await s.enqueueDeviceBitUpdate(u, maxQueued: 1_000_000).get())
             let lease: Int64 = 30_000
             let a = try #require(try await s.claimDeviceBitUpdates(nowMillis: Self.t0, leaseMillis: lease, limit: 1).get().first)
             #expect(a.attempts == 1)
@@ -185,7 +203,7 @@ struct DeviceCheckStoreConformanceTests {
             var badId = Self.update()
             badId.id = "a b"
             for bad in [spaced, noBits, empty, badId] {
-                await #expect(throws: StoreError.self) { try await h.store.enqueueDeviceBitUpdate(bad).get() }
+                await #expect(throws: StoreError.self) { try await h.store.enqueueDeviceBitUpdate(bad, maxQueued: 1_000_000).get() }
             }
             let depth = try await h.store.deviceBitQueueDepth().get()
             #expect(depth == 0)
@@ -198,7 +216,7 @@ struct DeviceCheckStoreConformanceTests {
         try await withStore(.redis) { h in
             let server = try #require(h.server)
             let u = Self.update()
-            try await h.store.enqueueDeviceBitUpdate(u).get()
+            #expect(try await h.store.enqueueDeviceBitUpdate(u, maxQueued: 1_000_000).get())
             _ = try await h.store.claimDeviceBitUpdates(nowMillis: Self.t0, leaseMillis: 1000, limit: 1).get()
 
             let config = RedisClientConfiguration(

@@ -397,6 +397,27 @@ extension Integration {
             try await h.stop()
         }
 
+        /// `deviceCheck.maxQueuedUpdates`: with one update owed (Apple
+        /// stalls it), a second finds the queue full: dropped, counted and
+        /// logged, and the client's answer goes on.
+        @Test func aFullUpdateQueueDropsTheUpdateAndSaysSo() async throws {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            options.maxQueuedUpdates = 1
+            let log = RecordingLogHandler.Lines()
+            options.log = log
+            let h = try await EnforcementHarness.start(options)
+            let apple = try #require(h.apple)
+            apple.answerAlways(.stall, for: .update)
+            for device in ["full-a", "full-b"] {
+                let r = try await h.send("GET", "/dc-device/a", headers: [try token(device), ("x-test-set-device-bits", "bit0=1")])
+                #expect(r.status == 200)
+            }
+            #expect(try await metric(h, #"assertgate_devicecheck_calls_total{call="update",result="queue-full"} 1"#))
+            #expect(log.all.contains { $0.level == .error && $0.text.contains("bit-update queue is full") }, "\(log.all)")
+            try await h.stop()
+        }
+
         @Test func aReloadCannotAddDeviceCheck() async throws {
             let h = try await EnforcementHarness.start()
             let text = try String(contentsOfFile: h.configPath, encoding: .utf8)

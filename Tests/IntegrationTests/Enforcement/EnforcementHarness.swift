@@ -59,6 +59,8 @@ final class EnforcementHarness: @unchecked Sendable {
         /// `deviceCheck.updatePollEvery` and `updateBatch` (nil: the defaults).
         var updatePollEvery: String?
         var updateBatch: Int?
+        /// `deviceCheck.maxQueuedUpdates` (nil: the default).
+        var maxQueuedUpdates: Int?
         /// `store.redis.commandTimeout` (single server).
         var commandTimeout = "250ms"
         /// Where the gateway logs (default: nowhere below critical).
@@ -145,7 +147,7 @@ final class EnforcementHarness: @unchecked Sendable {
                     deviceCheck:
                       {teamId: \(teamId), keyId: \(deviceCheckKeyId), privateKey: {file: \(keyPath)},
                        baseURL: "\(server.baseURL)", developmentBaseURL: "\(server.baseURL)", caFile: \(pki.caCertificate), timeout: 400ms,
-                       updateRetryFor: \(options.updateRetryFor)\(options.updatePollEvery.map { ", updatePollEvery: \($0)" } ?? "")\(options.updateBatch.map { ", updateBatch: \($0)" } ?? "")}
+                       updateRetryFor: \(options.updateRetryFor)\(options.updatePollEvery.map { ", updatePollEvery: \($0)" } ?? "")\(options.updateBatch.map { ", updateBatch: \($0)" } ?? "")\(options.maxQueuedUpdates.map { ", maxQueuedUpdates: \($0)" } ?? "")}
 
                     """
             }
