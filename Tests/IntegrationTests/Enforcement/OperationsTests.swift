@@ -144,12 +144,15 @@ extension Integration {
         /// counts (each worker counts its own, the gauge adds them), then not.
         @Test func openStreamsFollowARequestInFlight() async throws {
             let h = try await EnforcementHarness.start()
-            let slow = Task { try await h.send("GET", "/open/slow?ms=1500") }
+            let before = h.upstream.requests.count
+            let slow = Task { try await h.send("GET", "/open/slow?ms=3000") }
             func metrics() async throws -> String { try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body }
-            #expect(try await Integration.HardeningTests.eventuallyAsync(within: 5) {
-                try await metrics().contains("assertgate_open_streams 1\n")
-            })
-            #expect(try await slow.value.status == 200)
+            // The upstream has it and answers in 3 s: the request is in flight now.
+            #expect(try await Integration.HardeningTests.eventually(within: 10) { h.upstream.requests.count > before })
+            let during = try await metrics()
+            #expect(during.contains("assertgate_open_streams 1\n"), "\(during.split(separator: "\n").filter { $0.contains("open_") })")
+            let answered = try await slow.value
+            #expect(answered.status == 200, "\(answered.status) \(answered.body)")
             #expect(try await Integration.HardeningTests.eventuallyAsync(within: 5) {
                 try await metrics().contains("assertgate_open_streams 0\n")
             })
