@@ -320,6 +320,18 @@ extension Integration {
             try await h.stop()
         }
 
+        /// DeviceCheck, the gateway's warnings and errors recorded, and `configure`'s options.
+        private func loggedHarness(
+            _ configure: (inout EnforcementHarness.Options) -> Void
+        ) async throws -> (EnforcementHarness, RecordingLogHandler.Lines) {
+            var options = EnforcementHarness.Options()
+            options.deviceCheck = true
+            let log = RecordingLogHandler.Lines()
+            options.log = log
+            configure(&options)
+            return (try await EnforcementHarness.start(options), log)
+        }
+
         /// DeviceCheck with an update worker that looks at the queue every 20 ms
         /// and claims `batch` updates a look.
         private func fastUpdater(batch: Int) async throws -> (EnforcementHarness, AppleMockServer) {
@@ -386,12 +398,7 @@ extension Integration {
         /// The update worker is made at start: a reload that changes its
         /// batch says that it needs a restart.
         @Test func aReloadThatChangesTheUpdateWorkerSaysItNeedsARestart() async throws {
-            var options = EnforcementHarness.Options()
-            options.deviceCheck = true
-            options.updateBatch = 2
-            let log = RecordingLogHandler.Lines()
-            options.log = log
-            let h = try await EnforcementHarness.start(options)
+            let (h, log) = try await loggedHarness { $0.updateBatch = 2 }
             try await h.reload { $0.replacingOccurrences(of: "updateBatch: 2", with: "updateBatch: 3") }
             #expect(log.all.contains { $0.level == .warning && $0.text.contains("deviceCheck changed") }, "\(log.all)")
             try await h.stop()
@@ -401,12 +408,7 @@ extension Integration {
         /// stalls it), a second finds the queue full: dropped, counted and
         /// logged, and the client's answer goes on.
         @Test func aFullUpdateQueueDropsTheUpdateAndSaysSo() async throws {
-            var options = EnforcementHarness.Options()
-            options.deviceCheck = true
-            options.maxQueuedUpdates = 1
-            let log = RecordingLogHandler.Lines()
-            options.log = log
-            let h = try await EnforcementHarness.start(options)
+            let (h, log) = try await loggedHarness { $0.maxQueuedUpdates = 1 }
             let apple = try #require(h.apple)
             apple.answerAlways(.stall, for: .update)
             for device in ["full-a", "full-b"] {
