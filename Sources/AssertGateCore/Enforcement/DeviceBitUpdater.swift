@@ -143,14 +143,16 @@ final class DeviceBitUpdater {
 
     private func pause() {
         refusedInARow += 1
-        let delay = min(settings.maxRetry.nanoseconds, settings.firstRetry.nanoseconds << min(refusedInARow - 1, 20))
-        let until = NIODeadline.now() + .nanoseconds(delay)
+        let until = NIODeadline.now() + backoff(afterFailures: refusedInARow)
         pausedUntil = max(pausedUntil ?? until, until)
     }
 
     private func retry(_ update: DeviceBitUpdate) -> EventLoopFuture<Void> {
-        let exponent = max(0, min(update.attempts - 1, 20))
-        let delay = min(settings.maxRetry.nanoseconds, settings.firstRetry.nanoseconds << exponent)
-        return store.retryDeviceBitUpdate(update, atMillis: clockMillis() + delay / 1_000_000).hop(to: loop).map { _ in }
+        let delay = backoff(afterFailures: update.attempts)
+        return store.retryDeviceBitUpdate(update, atMillis: clockMillis() + delay.nanoseconds / 1_000_000).hop(to: loop).map { _ in }
+    }
+
+    private func backoff(afterFailures n: Int) -> TimeAmount {
+        ExponentialBackoff.delay(first: settings.firstRetry, longest: settings.maxRetry, failures: n)
     }
 }

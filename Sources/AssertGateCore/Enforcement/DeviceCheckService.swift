@@ -139,14 +139,17 @@ final class DeviceCheckService {
     }
 
     private func heard(_ result: DeviceCheckResult) {
-        guard case .throttled = result else {
-            if case .failed = result { return }  // no word from Apple either way
+        switch result {
+        case .throttled:
+            throttledInARow += 1
+            quietUntil =
+                NIODeadline.now()
+                + ExponentialBackoff.delay(first: Self.firstQuiet, longest: Self.longestQuiet, failures: throttledInARow)
+        case .failed:
+            break  // no word from Apple either way
+        default:
             throttledInARow = 0
-            return
         }
-        throttledInARow += 1
-        let quiet = min(Self.longestQuiet.nanoseconds, Self.firstQuiet.nanoseconds << min(throttledInARow - 1, 16))
-        quietUntil = NIODeadline.now() + .nanoseconds(quiet)
     }
 
     /// An upstream's `Set-Device-Bits` (already parsed), queued durably for

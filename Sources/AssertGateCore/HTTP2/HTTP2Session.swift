@@ -1177,11 +1177,10 @@ final class HTTP2Session {
     }
 
     fileprivate func cbStreamClose(_ streamId: Int32, errorCode: UInt32) -> Int32 {
-        // Empty in normal traffic (only resets are recorded): no hashing then.
-        if !isClient, errorCode != NGHTTP2_NO_ERROR.rawValue || !resetsAccounted.isEmpty {
-            if resetsAccounted.remove(streamId) == nil, errorCode != NGHTTP2_NO_ERROR.rawValue {
-                events.append(.resetForPeerError(streamId))
-            }
+        if !isClient {
+            // Empty in normal traffic (only resets are recorded): no hashing then.
+            let accounted = !resetsAccounted.isEmpty && resetsAccounted.remove(streamId) != nil
+            if errorCode != NGHTTP2_NO_ERROR.rawValue, !accounted { events.append(.resetForPeerError(streamId)) }
         }
         // stream_user_data is still readable here (nghttp2 documents it so).
         rx.streamClosed(streamId, slot: slot(of: streamId), errorCode: errorCode)

@@ -32,7 +32,6 @@ public final class MetricsObserver: RequestObserver {
         metrics.timeout(kind).inc()
     }
 
-
     /// Resolved once: `labels` takes the family's lock.
     private lazy var openHTTP2 = metrics.openConnections.labels("h2")
     private lazy var openHTTP1 = metrics.openConnections.labels("http/1.1")

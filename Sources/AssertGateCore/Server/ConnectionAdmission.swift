@@ -10,15 +10,6 @@ final class ConnectionAdmission: Sendable {
         var total: Int
         /// nil: no cap per address.
         var perAddress: Int?
-
-        init(total: Int, perAddress: Int?) {
-            self.total = total
-            self.perAddress = perAddress
-        }
-
-        init(_ limits: LimitsConfig) {
-            self.init(total: limits.effectiveMaxConnections, perAddress: limits.maxConnectionsPerAddress)
-        }
     }
 
     /// What `release` gives back: the address counted, if any.
@@ -68,6 +59,12 @@ final class ConnectionAdmission: Sendable {
             guard let key = ticket.key, let n = s.byAddress[key] else { return }
             if n <= 1 { s.byAddress.removeValue(forKey: key) } else { s.byAddress[key] = n - 1 }
         }
+    }
+}
+
+extension ConnectionAdmission.Limits {
+    init(_ limits: LimitsConfig) {
+        self.init(total: limits.effectiveMaxConnections, perAddress: limits.maxConnectionsPerAddress)
     }
 }
 

@@ -41,7 +41,7 @@ public enum FileDescriptorLimit {
     @discardableResult
     public static func raise() -> Int {
         guard var r = read() else { return current }
-        let target = rlim_t(hard)
+        let target = rlim_t(count(r.rlim_max))
         if r.rlim_cur != rlim_t.max, r.rlim_cur < target {
             r.rlim_cur = target
             _ = setrlimit(resource, &r)

@@ -141,7 +141,6 @@ public final class Gateway: Sendable {
                     case .success(let ticket):
                         channel.closeFuture.whenComplete { _ in admission.release(ticket) }
                     case .failure(let refusal):
-                        worker.observer?.connectionRefused(refusal)
                         worker.noteRefusal(refusal)
                         throw refusal
                     }

@@ -76,7 +76,9 @@ final class Worker {
     /// When each kind of refusal was last logged: a flood is logged once a minute, counted always.
     private var refusalLogged: [ConnectionRefusal: NIODeadline] = [:]
 
+    /// A connection closed at accept: counted (the observer), and logged.
     func noteRefusal(_ refusal: ConnectionRefusal) {
+        observer?.connectionRefused(refusal)
         let now = NIODeadline.now()
         if let last = refusalLogged[refusal], now - last < .minutes(1) { return }
         refusalLogged[refusal] = now

@@ -10,7 +10,7 @@ extension RedisStoreScripts {
         """
         if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
         if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
-        if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
+        redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
         redis.call('HSET', KEYS[3], ARGV[1], 0)
         redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
         return 1

@@ -33,7 +33,7 @@ final class X509Store: @unchecked Sendable {
 
     /// Verifies `leaf` up to one of the anchors, using `untrusted` only as
     /// intermediates, at unix time `time`. Returns nil on success.
-    func verifyOnce(leaf: X509Certificate, untrusted: [X509Certificate], at time: Int64) -> Failure? {
+    private func verifyOnce(leaf: X509Certificate, untrusted: [X509Certificate], at time: Int64) -> Failure? {
         guard let ctx = X509_STORE_CTX_new() else { return Failure(code: -1, text: "out of memory") }
         defer { X509_STORE_CTX_free(ctx) }
         guard let chain = CAssertGate_sk_X509_new_null() else { return Failure(code: -1, text: "out of memory") }
