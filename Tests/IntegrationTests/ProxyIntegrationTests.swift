@@ -123,6 +123,20 @@ extension Integration {
             try await upstreamPort.stop()
         }
 
+        /// An endpoint named by a host name goes through `HostAddressCache`
+        /// (`/etc/hosts` here): it must still reach the upstream.
+        @Test func endpointNamedByHostNameIsReached() async throws {
+            let upstream = try await TestUpstream()
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "localhost", port: upstream.port)])
+            for proto in ["--http2-prior-knowledge", "--http1.1"] {
+                let r = try await Run.tool("curl", ["-sS", proto, "\(h.base)/hello"])
+                #expect(r.stdout == TestUpstream.hello, "\(r.stderr)")
+            }
+            #expect(upstream.requests.count == 2)
+            try await h.stop()
+            try await upstream.stop()
+        }
+
         @Test func noRouteGives404Problem() async throws {
             let h = try await Harness.start { c in
                 c.routes = [RouteConfig(match: RouteMatch(kind: .prefix("/api/")), upstream: "legacy", mode: .passthrough)]

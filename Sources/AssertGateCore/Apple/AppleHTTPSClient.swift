@@ -50,6 +50,8 @@ final class AppleHTTPSClient: Sendable {
     /// For a call that names none.
     let timeout: TimeAmount
     let maxBody: Int
+    /// Shared with every other outbound connection (`HostAddressCache`).
+    let addressCache: HostAddressCache
     private let idle = NIOLockedValueBox<[(connection: Connection, since: NIODeadline)]>([])
 
     /// A connection and the handler that reads its answers, kept together
@@ -64,7 +66,10 @@ final class AppleHTTPSClient: Sendable {
     var connectionsOpened: Int { opened.withLockedValue { $0 } }
 
     /// `baseURL` as validated by the config loader: `https://host[:port]`.
-    init?(baseURL: String, tls: TLSClientContext, timeout: TimeAmount = .seconds(15), maxBody: Int = defaultMaxBody) {
+    init?(
+        baseURL: String, tls: TLSClientContext, timeout: TimeAmount = .seconds(15), maxBody: Int = defaultMaxBody,
+        addressCache: HostAddressCache = .shared
+    ) {
         guard baseURL.hasPrefix("https://") else { return nil }
         var rest = String(baseURL.dropFirst("https://".count))
         if rest.hasSuffix("/") { rest.removeLast() }
@@ -75,6 +80,7 @@ final class AppleHTTPSClient: Sendable {
         self.tls = tls
         self.timeout = timeout
         self.maxBody = maxBody
+        self.addressCache = addressCache
     }
 
     /// POSTs `body` to `path`. The whole call (connect, handshake, answer)
@@ -187,6 +193,7 @@ final class AppleHTTPSClient: Sendable {
             (nil, nil), eventLoop: loop)
         return ClientBootstrap(group: loop)
             .connectTimeout(remaining)
+            .resolver(addressCache.resolver(on: loop))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -323,6 +323,7 @@ final class EndpointPool {
         let installed = NIOLoopBoundBox<(tls: OpenSSLHandler?, client: UpstreamClientHandler?)>((nil, nil), eventLoop: loop)
         let future = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
+            .resolver(HostAddressCache.shared.resolver(on: loop))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

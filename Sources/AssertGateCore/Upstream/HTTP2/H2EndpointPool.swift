@@ -172,6 +172,7 @@ final class H2EndpointPool {
         let unowned = NIOLoopBound(self, eventLoop: loop)
         let future = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
+            .resolver(HostAddressCache.shared.resolver(on: loop))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
