@@ -1,9 +1,16 @@
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// An immutable, precomputed view of one `GatewayConfig`. Requests keep the
 /// snapshot they started on, so a reload never changes a request mid-flight.
 public final class GatewaySnapshot: Sendable {
     public let config: GatewayConfig
+    /// Larger in every snapshot made after this one: what is shared across
+    /// snapshots (upstream pools, rate limiters) keeps the newest settings
+    /// it has seen, whatever the order in which requests on older
+    /// snapshots arrive.
+    public let generation: UInt64
+    private static let generations = NIOLockedValueBox<UInt64>(0)
     /// `config.routes`, each with its upstream resolved (`RouteConfig.resolvedUpstream`).
     private let routes: [RouteConfig]
     /// Lower-cased trust prefix, compared byte-wise on every client header.
@@ -82,10 +89,15 @@ public final class GatewaySnapshot: Sendable {
     /// ones): tests pass only what they exercise.
     init(config: GatewayConfig, enforcement: EnforcementContext? = nil, upstreamTLS: UpstreamTLSContexts = .none) {
         self.config = config
+        let generation = Self.generations.withLockedValue { g -> UInt64 in
+            g += 1
+            return g
+        }
+        self.generation = generation
         self.routes = config.routes.map { route in
             var r = route
             r.resolvedUpstream = config.upstreams[route.upstream].map {
-                ResolvedUpstream(config: $0, tls: upstreamTLS[route.upstream])
+                ResolvedUpstream(config: $0, tls: upstreamTLS[route.upstream], generation: generation)
             }
             return r
         }
@@ -243,9 +255,12 @@ public final class GatewaySnapshot: Sendable {
 final class ResolvedUpstream: Sendable {
     let config: UpstreamConfig
     let tls: UpstreamTLS?
+    /// The snapshot's (`GatewaySnapshot.generation`).
+    let generation: UInt64
 
-    init(config: UpstreamConfig, tls: UpstreamTLS?) {
+    init(config: UpstreamConfig, tls: UpstreamTLS?, generation: UInt64) {
         self.config = config
         self.tls = tls
+        self.generation = generation
     }
 }

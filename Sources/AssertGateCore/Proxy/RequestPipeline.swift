@@ -605,7 +605,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         upstreamSendTimeout = responseTimeout ?? resolved.config.responseTimeout
         worker.upstreams.lease(
-            name: route.upstream, config: resolved.config, tls: resolved.tls,
+            name: route.upstream, config: resolved.config, generation: resolved.generation, tls: resolved.tls,
             client: request.clientAddress, responseTimeout: responseTimeout, delegate: self)
     }
 

@@ -110,8 +110,10 @@ final class UpstreamPool {
 
     /// `tls`: how the upstream's `https://` endpoints are reached (the request's snapshot's).
     /// `client`: the downstream client's address, for `maxConnectionsPerClient`.
+    /// `generation`: the request's snapshot's (`GatewaySnapshot.generation`);
+    /// an endpoint pool keeps the newest configuration it was leased with.
     func lease(
-        name: String, config: UpstreamConfig, tls: UpstreamTLS?, client: String? = nil,
+        name: String, config: UpstreamConfig, generation: UInt64 = 0, tls: UpstreamTLS?, client: String? = nil,
         responseTimeout: TimeAmount? = nil, delegate: UpstreamExchangeDelegate
     ) {
         guard !config.endpoints.isEmpty else {
@@ -123,10 +125,10 @@ final class UpstreamPool {
         // Neither pick is nil: there is an endpoint.
         if config.isHTTP2 {
             pickH2Endpoint(name: name, config: config, now: now)?.lease(
-                config: config, tls: tls, client: client, responseTimeout: timeout, delegate: delegate, now: now)
+                config: config, generation: generation, tls: tls, client: client, responseTimeout: timeout, delegate: delegate, now: now)
         } else {
             pickEndpoint(name: name, config: config, now: now)?.lease(
-                config: config, tls: tls, client: client, responseTimeout: timeout, delegate: delegate, now: now)
+                config: config, generation: generation, tls: tls, client: client, responseTimeout: timeout, delegate: delegate, now: now)
         }
     }
 
@@ -214,11 +216,11 @@ final class EndpointPool {
     private var total = 0
     private var waiters = CircularBuffer<Waiter>()
     private var ejection = EndpointEjection()
-    /// The config of the latest lease that connected or waited: what new
-    /// connections are made with (a reused connection needs only `limits`).
+    /// The newest configuration a lease brought (`configGeneration`): what
+    /// new connections are made with, and its limits and timeouts.
     private var config: UpstreamConfig?
-    /// The most recent lease's limits and timeouts.
     private var limits = PoolLimits()
+    private var configGeneration: UInt64 = 0
     /// `https://`: the newest TLS settings a lease brought; new connections
     /// use them. Newer settings (a reload) retire the connections made with
     /// older ones; a lease from a request still on the older configuration
@@ -247,11 +249,10 @@ final class EndpointPool {
     func isEjected(now: NIODeadline) -> Bool { ejection.isEjected(now: now) }
 
     func lease(
-        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, responseTimeout: TimeAmount,
-        delegate: UpstreamExchangeDelegate, now: NIODeadline
+        config offered: UpstreamConfig, generation: UInt64, tls: UpstreamTLS?, client: String?,
+        responseTimeout: TimeAmount, delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
-        let limits = PoolLimits(config)
-        self.limits = limits
+        let config = adopt(offered, generation: generation)
         if let newer = UpstreamTLS.replacing(self.tls, with: tls, on: endpoint) {
             self.tls = newer
             for c in idle { c.close() }  // busy ones close when they come back
@@ -259,7 +260,6 @@ final class EndpointPool {
         // A client at its share waits for one of its own connections, even
         // when others are free: those are kept for everyone else.
         if shares.count(client) >= limits.perClient {
-            self.config = config
             enqueue(delegate, client: client, responseTimeout: responseTimeout, now: now)
             return
         }
@@ -269,7 +269,6 @@ final class EndpointPool {
             delegate.upstreamLeased(c)
             return
         }
-        self.config = config
         if total < limits.connections {
             connect(config: config, client: client, responseTimeout: responseTimeout, delegate: delegate)
         } else {
@@ -278,6 +277,21 @@ final class EndpointPool {
             exhaustion.requestWaited(now: now)
             enqueue(delegate, client: client, responseTimeout: responseTimeout, now: now)
         }
+    }
+
+    /// A request keeps the snapshot it started on and may lease long after
+    /// a reload (a bound body, a store call, a retry): only a configuration
+    /// at least as new as the pool's replaces its limits, so a late lease
+    /// never brings back limits the reload replaced. Lowered connection
+    /// limits close idle connections over them at once, busy ones when they
+    /// come back (`release`).
+    private func adopt(_ offered: UpstreamConfig, generation: UInt64) -> UpstreamConfig {
+        guard generation >= configGeneration || config == nil else { return config ?? offered }
+        configGeneration = generation
+        config = offered
+        limits = PoolLimits(offered)
+        while total > limits.connections, let c = idle.last { c.close() }
+        return offered
     }
 
     /// The request waits for a connection: until its response timeout, at
@@ -394,10 +408,11 @@ final class EndpointPool {
     /// A finished keep-alive connection: hand it to a waiter or park it.
     func release(_ c: UpstreamConnection) {
         shares.give(c.endLease())
-        if c.tls?.generation != tls?.generation || c.isClosed {
-            // Verified under TLS settings a reload has replaced, or closed
-            // while its last bytes were handed over: closing it lets a
-            // waiter connect afresh (`connectionClosed`).
+        if c.tls?.generation != tls?.generation || c.isClosed || total > limits.connections {
+            // Verified under TLS settings a reload has replaced, closed
+            // while its last bytes were handed over, or over a limit a
+            // reload lowered: closing it lets a waiter connect afresh when
+            // there is room (`connectionClosed`).
             c.close()
             return
         }

@@ -1,5 +1,6 @@
 import GatewayTLS
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -132,6 +133,122 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
         #expect(try await lease(bound, config, tls: older) == nil, "the older settings took over")
         // Newer settings do take over, even when they fail.
         #expect(try await lease(bound, config, tls: try settings(ca: pki.otherCACertificate, generation: 3)) == .connectFailed)
+        try await listener.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// Keeps what it was leased (the test releases it).
+    final class Holder: UpstreamExchangeDelegate {
+        var leased: [any UpstreamExchange] = []
+        func upstreamLeased(_ connection: any UpstreamExchange) { leased.append(connection) }
+        func upstreamLeaseFailed(_ error: UpstreamError) {}
+        func upstreamResponseHead(_ head: UpstreamResponseHead) {}
+        func upstreamResponseBody(_ buffer: ByteBuffer) {}
+        func upstreamResponseTrailers(_ fields: HTTPHeaders) {}
+        func upstreamResponseEnd() {}
+        func upstreamFailed(_ error: UpstreamError) {}
+    }
+
+    /// A listener that answers nothing and counts the connections it holds.
+    final class Counter: Sendable {
+        let accepted = NIOLockedValueBox(0)
+        let open = NIOLockedValueBox(0)
+    }
+
+    private func silentListener(_ group: EventLoopGroup, _ counter: Counter) async throws -> Channel {
+        try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                counter.accepted.withLockedValue { $0 += 1 }
+                counter.open.withLockedValue { $0 += 1 }
+                channel.closeFuture.whenComplete { _ in counter.open.withLockedValue { $0 -= 1 } }
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+    }
+
+    /// A request on the snapshot before a reload leases after it (a bound
+    /// body, a store call): its older, larger limit must not come back.
+    @Test func aLateLeaseFromAnOlderSnapshotKeepsTheNewerLimits() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let counter = Counter()
+        let listener = try await silentListener(group, counter)
+        let port = try #require(listener.localAddress?.port)
+        let bound = makePool(loop)
+        let endpoint = UpstreamEndpoint(host: "127.0.0.1", port: port)
+        var older = UpstreamConfig(endpoints: [endpoint])
+        older.maxConnectionsPerEndpoint = 8
+        var lowered = older
+        lowered.maxConnectionsPerEndpoint = 1
+        let (newer, before) = (lowered, older)
+        let holder = NIOLoopBoundBox.makeBoxSendingValue(Holder(), eventLoop: loop)
+        try await loop.submit {
+            bound.value.lease(name: "u", config: newer, generation: 2, tls: nil, delegate: holder.value)
+            for _ in 0..<4 {
+                bound.value.lease(name: "u", config: before, generation: 1, tls: nil, delegate: holder.value)
+            }
+        }.get()
+        for _ in 0..<200 where try await loop.submit({ holder.value.leased.count }).get() < 1 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try await loop.submit { holder.value.leased.count }.get() == 1)
+        #expect(try await loop.submit { bound.value.waiterCount }.get() == 4, "the older limit (8) let them connect")
+        #expect(counter.accepted.withLockedValue { $0 } == 1)
+        try await listener.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// A reload that lowers `maxConnectionsPerEndpoint` shrinks the pool:
+    /// idle connections over the limit close at the next lease, busy ones
+    /// when they come back.
+    @Test func aLoweredLimitClosesConnectionsOverIt() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let counter = Counter()
+        let listener = try await silentListener(group, counter)
+        let port = try #require(listener.localAddress?.port)
+        let bound = makePool(loop)
+        let endpoint = UpstreamEndpoint(host: "127.0.0.1", port: port)
+        var older = UpstreamConfig(endpoints: [endpoint])
+        older.maxConnectionsPerEndpoint = 4
+        var lowered = older
+        lowered.maxConnectionsPerEndpoint = 1
+        let (newer, before) = (lowered, older)
+        let holder = NIOLoopBoundBox.makeBoxSendingValue(Holder(), eventLoop: loop)
+        try await loop.submit {
+            for _ in 0..<4 { bound.value.lease(name: "u", config: before, generation: 1, tls: nil, delegate: holder.value) }
+        }.get()
+        for _ in 0..<200 where try await loop.submit({ holder.value.leased.count }).get() < 4 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Three come back and idle; one stays busy across the reload.
+        let idle = try await loop.submit {
+            let pool = bound.value.endpointPool(upstream: "u", endpoint)
+            for c in holder.value.leased.prefix(3) {
+                if let c = c as? UpstreamConnection { pool.release(c) }
+            }
+            return pool.idleCount
+        }.get()
+        #expect(idle == 3)
+        let second = NIOLoopBoundBox.makeBoxSendingValue(Holder(), eventLoop: loop)
+        let afterLease = try await loop.submit {
+            bound.value.lease(name: "u", config: newer, generation: 2, tls: nil, delegate: second.value)
+            return (bound.value.endpointPool(upstream: "u", endpoint).idleCount, second.value.leased.count, bound.value.waiterCount)
+        }.get()
+        // Four open, limit one: all three idle ones close; the new lease waits for the busy one.
+        #expect(afterLease.0 == 0)
+        #expect(afterLease.1 == 0)
+        #expect(afterLease.2 == 1)
+        // The busy one comes back: over the limit no more, it serves the waiter.
+        let served = try await loop.submit {
+            let pool = bound.value.endpointPool(upstream: "u", endpoint)
+            if let c = holder.value.leased.last as? UpstreamConnection { pool.release(c) }
+            return second.value.leased.count
+        }.get()
+        #expect(served == 1)
+        for _ in 0..<200 where counter.open.withLockedValue({ $0 }) > 1 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(counter.open.withLockedValue { $0 } == 1)
+        #expect(counter.accepted.withLockedValue { $0 } == 4)
         try await listener.close()
         try await group.shutdownGracefully()
     }

@@ -21,11 +21,11 @@ final class H2EndpointPool {
     private var waiters = CircularBuffer<Waiter>()
     /// Streams granted per client address (`maxConnectionsPerClient`).
     private var shares = ClientShares()
-    /// The config of the latest lease that waited: what new connections
-    /// are made with (a stream on an open connection needs only `limits`).
+    /// The newest configuration a lease brought (`configGeneration`): what
+    /// new connections are made with, and its limits and timeouts.
     private var config: UpstreamConfig?
-    /// The most recent lease's limits and timeouts.
     private var limits = PoolLimits()
+    private var configGeneration: UInt64 = 0
     private var tls: UpstreamTLS?
     private var ejection = EndpointEjection()
     private var loggedConnectFailure = false
@@ -50,10 +50,10 @@ final class H2EndpointPool {
     var connectionCount: Int { connections.count + retiring.count + connecting }
 
     func lease(
-        config: UpstreamConfig, tls: UpstreamTLS?, client: String?, responseTimeout: TimeAmount,
-        delegate: UpstreamExchangeDelegate, now: NIODeadline
+        config offered: UpstreamConfig, generation: UInt64, tls: UpstreamTLS?, client: String?,
+        responseTimeout: TimeAmount, delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
-        limits = PoolLimits(config)
+        adopt(offered, generation: generation)
         if let newer = UpstreamTLS.replacing(self.tls, with: tls, on: endpoint) {
             self.tls = newer
             for c in connections { c.retire() }  // in-flight streams finish there
@@ -63,7 +63,6 @@ final class H2EndpointPool {
         if shares.count(client) < limits.perClient, let c = roomiest() {
             return grant(w, on: c)
         }
-        self.config = config
         waiters.append(w)
         connectIfNeeded()
         // Every slot taken, none coming and no connection left to open:
@@ -71,6 +70,21 @@ final class H2EndpointPool {
         // client's share is not).
         if shares.count(client) < limits.perClient, connecting == 0, !canOpenConnection {
             exhaustion.requestWaited(now: now)
+        }
+    }
+
+    /// As `EndpointPool.adopt`: a late lease from a request on an older
+    /// snapshot never brings back the limits a reload replaced. Connections
+    /// over a lowered limit are retired (their streams finish there).
+    private func adopt(_ offered: UpstreamConfig, generation: UInt64) {
+        guard generation >= configGeneration || config == nil else { return }
+        configGeneration = generation
+        config = offered
+        limits = PoolLimits(offered)
+        var surplus = connections.count + connecting - limits.connections
+        while surplus > 0, let c = connections.min(by: { $0.granted < $1.granted }) {
+            c.retire()
+            surplus -= 1
         }
     }
 
