@@ -23,8 +23,14 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     typealias OutboundIn = ByteBuffer
 
     private let handshakeTimeout: TimeAmount
-    private let idleTimeout: TimeAmount
-    private let headerTimeout: TimeAmount
+    private var idleTimeout: TimeAmount
+    private var headerTimeout: TimeAmount
+    /// The listener's idle and header timeouts as they are now: a reload
+    /// changes them for connections already open too (read when the
+    /// connection is established and whenever the timer fires), so a
+    /// connection opened before a reload that lengthened the upstream's
+    /// response timeout is not cut by the shorter idle timeout of before.
+    private let current: (@Sendable () -> (idle: TimeAmount, header: TimeAmount))?
     private var established = false
     private var lastActivity = NIODeadline.uptimeNanoseconds(0)
     private var timer: Scheduled<Void>?
@@ -37,10 +43,19 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     /// established and run the header clock from their own events).
     private var context: ChannelHandlerContext?
 
-    init(handshakeTimeout: TimeAmount, idleTimeout: TimeAmount, headerTimeout: TimeAmount = .seconds(30)) {
+    init(
+        handshakeTimeout: TimeAmount, idleTimeout: TimeAmount, headerTimeout: TimeAmount = .seconds(30),
+        current: (@Sendable () -> (idle: TimeAmount, header: TimeAmount))? = nil
+    ) {
         self.handshakeTimeout = handshakeTimeout
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
+        self.current = current
+    }
+
+    private func refreshTimeouts() {
+        guard let current else { return }
+        (idleTimeout, headerTimeout) = current()
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -60,6 +75,7 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         guard !established, let context else { return }
         established = true
         lastActivity = context.eventLoop.now
+        refreshTimeouts()
         disarm()
         arm(context: context, at: establishedDeadline)
     }
@@ -143,6 +159,7 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
             context.close(promise: nil)
             return
         }
+        refreshTimeouts()
         let due = establishedDeadline
         if due <= context.eventLoop.now {
             context.close(promise: nil)

@@ -149,11 +149,13 @@ public final class Gateway: Sendable {
                     worker.connectionOpened(id, channel)
                     channel.closeFuture.whenComplete { _ in box.value.connectionClosed(id) }
                     let sync = channel.pipeline.syncOperations
-                    // The settings current at accept; a connection keeps them for its life.
+                    // TLS and the handshake timeout as at accept; the idle and
+                    // header timeouts follow reloads (`ConnectionTimeoutHandler`).
                     let settings = live.withLockedValue { $0 }
                     let timeouts = ConnectionTimeoutHandler(
                         handshakeTimeout: settings.handshakeTimeout, idleTimeout: settings.idleTimeout,
-                        headerTimeout: settings.headerTimeout)
+                        headerTimeout: settings.headerTimeout,
+                        current: { live.withLockedValue { ($0.idleTimeout, $0.headerTimeout) } })
                     try sync.addHandler(timeouts)
                     if let tls = settings.tls {
                         try sync.addHandler(OpenSSLHandler(context: tls, logger: logger))

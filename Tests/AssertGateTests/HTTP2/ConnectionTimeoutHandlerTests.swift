@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -110,5 +111,35 @@ import Testing
         loop.advanceTime(by: .seconds(1))
         #expect(!ch.isActive)
         #expect(try ch.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "y"))
+    }
+
+    /// A reload changes the listener's idle timeout: a connection opened
+    /// before it follows the new value from the timer's next firing on.
+    @Test func theIdleTimeoutFollowsAReloadOnOpenConnections() throws {
+        let loop = EmbeddedEventLoop()
+        let live = NIOLockedValueBox((idle: TimeAmount.seconds(8), header: TimeAmount.seconds(30)))
+        let handler = ConnectionTimeoutHandler(
+            handshakeTimeout: .seconds(2), idleTimeout: .seconds(8), headerTimeout: .seconds(30),
+            current: { live.withLockedValue { $0 } })
+        let ch = EmbeddedChannel(handler: handler, loop: loop)
+        try ch.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        handler.markEstablished()
+        loop.advanceTime(by: .seconds(1))
+        live.withLockedValue { $0.idle = .seconds(30) }  // the reload
+        loop.advanceTime(by: .seconds(10))
+        #expect(ch.isActive, "closed at the idle timeout of before the reload")
+        loop.advanceTime(by: .seconds(19))
+        #expect(!ch.isActive)
+
+        // Shortened: the connection closes at the new value once the timer fires.
+        let shorter = NIOLockedValueBox((idle: TimeAmount.seconds(30), header: TimeAmount.seconds(30)))
+        let h2 = ConnectionTimeoutHandler(
+            handshakeTimeout: .seconds(2), idleTimeout: .seconds(30), current: { shorter.withLockedValue { $0 } })
+        let ch2 = EmbeddedChannel(handler: h2, loop: loop)
+        try ch2.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        shorter.withLockedValue { $0.idle = .seconds(5) }
+        h2.markEstablished()
+        loop.advanceTime(by: .seconds(5))
+        #expect(!ch2.isActive)
     }
 }
