@@ -63,6 +63,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         perSecond: limits.streamResetRate.perSecond, burst: limits.streamResetRate.burst)
 
     private var limits: LimitsConfig { worker.snapshot.config.limits }
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` as sent when the connection
+    /// started: a client within it is not refused after a reload lowers the
+    /// limit (new connections get the new one).
+    private var advertisedMaxStreams = Int.max
 
     /// nghttp2 refuses an oversized field as soon as it reads the field's length,
     /// often within the first HEADERS frame (16 KiB): a block refused after this
@@ -94,7 +98,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         self.flushTask = { bound.value.flushNow() }
         self.clientAddress = context.channel.remoteAddress?.ipAddress
         do {
-            session = try HTTP2Session.server(Self.sessionSettings(limits), allocator: allocator)
+            let settings = Self.sessionSettings(limits)
+            advertisedMaxStreams = settings.maxConcurrentStreams
+            session = try HTTP2Session.server(settings, allocator: allocator)
         } catch {
             worker.logger.error("nghttp2 session creation failed", metadata: ["error": "\(error)"])
             context.close(promise: nil)
@@ -260,7 +266,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     private func startRequest(_ stream: HTTP2Stream, _ head: HTTP2HeaderBlock, endStream: Bool) {
         if closing { return }
-        if activeRequests >= limits.maxConcurrentStreams {
+        if activeRequests >= advertisedMaxStreams {
             // Reset streams whose upstream work is still running count too.
             resetStream(stream, errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
             return

@@ -204,6 +204,24 @@ final class H2Fixture {
         #expect(f.client.responses[d]?.status == "200")
     }
 
+    /// A reload lowers `maxConcurrentStreams`: a client on an open
+    /// connection, within what it was told, is not refused.
+    @Test func anOpenConnectionKeepsTheStreamLimitItWasTold() throws {
+        let f = try H2Fixture { $0.limits.maxConcurrentStreams = 2 }
+        var lowered = f.worker.snapshot.config
+        lowered.limits.maxConcurrentStreams = 1
+        f.worker.snapshot = GatewaySnapshot(config: lowered)
+        let a = f.client.request("GET", "/local/hang")
+        let b = f.client.request("GET", "/local/hang")
+        try f.run()
+        #expect(f.client.responses[a]?.errorCode == nil)
+        #expect(f.client.responses[b]?.errorCode == nil, "refused within the advertised limit")
+        f.local.release()
+        try f.run()
+        #expect(f.client.responses[a]?.status == "200")
+        #expect(f.client.responses[b]?.status == "200")
+    }
+
     @Test func spoofedTrustHeadersNeverReachALocalHandlerOrGate() throws {
         final class Capture: LocalHandler {
             var seen: [String] = []
