@@ -139,7 +139,7 @@ final class ConfigReader {
         return checkRange(value, node: node, path: path, min: min, max: max)
     }
 
-    func number(_ view: MappingView, _ key: String, greaterThanZero: Bool) -> Double? {
+    func number(_ view: MappingView, _ key: String, greaterThanZero: Bool, min: Double? = nil) -> Double? {
         guard let node = view[key] else { return nil }
         guard case .scalar(let scalar) = node, let value = Double(scalar.string), value.isFinite else {
             error(at: node, "\(view.path(key)): expected a number, got \(kind(node))")
@@ -147,6 +147,10 @@ final class ConfigReader {
         }
         if greaterThanZero && value <= 0 {
             error(at: node, "\(view.path(key)): must be greater than 0, got \(scalar.string)")
+            return nil
+        }
+        if let min, value < min {
+            error(at: node, "\(view.path(key)): must be at least \(min), got \(scalar.string)")
             return nil
         }
         // Rates and budgets become integers at run time (a token bucket's
@@ -159,6 +163,10 @@ final class ConfigReader {
     }
 
     static let maxNumber: Double = 1_000_000_000
+    /// The slowest rate (about one a day): slower ones are mistakes, and a
+    /// token's wait must stay a whole number of milliseconds that Redis and
+    /// `Retry-After` can carry.
+    static let minRate: Double = 0.00001
     /// Longer waits are mistakes, and sums of them (an idle timeout past the
     /// longest wait) must not overflow.
     static let maxDuration: TimeAmount = .hours(24 * 30)

@@ -306,8 +306,10 @@ struct ConfigSectionParser {
 
     func rateConfig(_ node: Node, path: String) -> RateConfig? {
         guard let view = reader.mapping(node, path: path, section: .rate) else { return nil }
-        let perSecond = reader.required(view, "perSecond") != nil ? reader.number(view, "perSecond", greaterThanZero: true) : nil
-        let burst = reader.required(view, "burst") != nil ? reader.int(view, "burst", min: 1) : nil
+        let perSecond =
+            reader.required(view, "perSecond") != nil
+            ? reader.number(view, "perSecond", greaterThanZero: true, min: ConfigReader.minRate) : nil
+        let burst = reader.required(view, "burst") != nil ? reader.int(view, "burst", min: 1, max: Int(ConfigReader.maxNumber)) : nil
         guard let perSecond, let burst else { return nil }
         return RateConfig(perSecond: perSecond, burst: burst)
     }

@@ -81,7 +81,9 @@ public final class AttestationRoutes: LocalHandler {
         -> EventLoopFuture<LocalResponse>
     {
         let peer = request.clientAddress ?? ""
-        if case .limited(let retry) = limiter.take(peer: peer, rate: context.challengeRate, nowNanos: monotonicNanos()) {
+        if case .limited(let retry) = limiter.take(
+            peer: peer, rate: context.challengeRate, generation: request.snapshot.generation, nowNanos: monotonicNanos())
+        {
             return eventLoop.makeSucceededFuture(
                 problem(Rejection(.rateLimited, retryAfter: retry), request))
         }

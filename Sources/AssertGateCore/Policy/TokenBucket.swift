@@ -24,7 +24,8 @@ public struct TokenBucket: Sendable {
             return .allowed
         }
         guard perSecond > 0 else { return .limited(retryAfterSeconds: 60) }
-        let wait = (1 - tokens) / perSecond
+        // Capped at 30 days: a rate slower than the config allows must not trap converting.
+        let wait = min((1 - tokens) / perSecond, 2_592_000)
         return .limited(retryAfterSeconds: max(1, Int(wait.rounded(.up))))
     }
 
@@ -108,19 +109,28 @@ public final class SharedPeerRateLimiter: Sendable {
     private struct State: Sendable {
         var limiter: PeerRateLimiter
         var rate: RateConfig
+        var generation: UInt64
     }
     private let state: NIOLockedValueBox<State>
 
     public init(rate: RateConfig) {
-        state = NIOLockedValueBox(State(limiter: PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst), rate: rate))
+        state = NIOLockedValueBox(
+            State(limiter: PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst), rate: rate, generation: 0))
     }
 
-    /// `rate` is the configuration in force for this request; a reload that
-    /// changes it starts every peer afresh.
-    public func take(peer: String, rate: RateConfig, nowNanos: UInt64) -> TokenBucket.TakeResult {
+    /// `rate` is the configuration of this request's snapshot, `generation`
+    /// that snapshot's. A newer snapshot with another rate starts every peer
+    /// afresh; an older one (a request that began before a reload) uses the
+    /// limiter as it is, so requests alternating between two snapshots
+    /// cannot refill every bucket.
+    public func take(peer: String, rate: RateConfig, generation: UInt64 = 0, nowNanos: UInt64) -> TokenBucket.TakeResult {
         state.withLockedValue { s in
-            if s.rate != rate {
-                s = State(limiter: PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst), rate: rate)
+            if generation >= s.generation {
+                if s.rate != rate {
+                    s.limiter = PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst)
+                    s.rate = rate
+                }
+                s.generation = generation
             }
             return s.limiter.take(peer: peer, nowNanos: nowNanos)
         }

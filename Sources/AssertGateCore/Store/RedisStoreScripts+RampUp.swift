@@ -29,7 +29,7 @@ extension RedisStoreScripts {
           wait = math.ceil((1 - tokens) * 1000000 / rate)
         end
         redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%.0f', at))
-        redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
+        redis.call('PEXPIRE', KEYS[1], math.min(math.ceil((burst - tokens) * 1000 / rate) + 1000, 1000000000000))
         return wait
         """)
 }

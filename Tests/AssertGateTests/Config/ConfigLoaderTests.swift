@@ -729,6 +729,15 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             "config.yaml:11: attestation.headers.assertion: 'X-AssertGate-Assertion' starts with trust.headerPrefix 'X-AssertGate-' and would be stripped",
             "config.yaml:11: attestation.headers.challenge: 'x-assertgate-assertion' starts with trust.headerPrefix 'X-AssertGate-' and would be stripped",
         ])
+        // A rate so slow that its waits overflow (a crash, a Redis TTL in exponent form) is refused.
+        #expect(errors(minimalYAML + "attestation: {rampUp: {perSecond: 1e-300, burst: 2000000000}}\n") == [
+            "config.yaml:8: attestation.rampUp.perSecond: must be at least 1e-05, got 1e-300",
+            "config.yaml:8: attestation.rampUp.burst: must be at most 1000000000, got 2000000000",
+        ])
+        #expect(errors(minimalYAML + "attestation: {challengeRate: {perSecond: 0.00001, burst: 1}}\n").isEmpty)
+        var slow = TokenBucket(perSecond: 1e-300, burst: 1, nowNanos: 0)
+        #expect(slow.take(nowNanos: 0) == .allowed)
+        #expect(slow.take(nowNanos: 0) == .limited(retryAfterSeconds: 2_592_000), "no trap converting the wait")
         #expect(errors(minimalYAML + "trust: {headerPrefix: AssertGate-}\nattestation: {headers: {keyId: K-Id}}\n") == [
             "config.yaml:8: trust.headerPrefix: 'AssertGate-' would strip the header AssertGate-Assertion; rename attestation.headers.assertion",
             "config.yaml:8: trust.headerPrefix: 'AssertGate-' would strip the header AssertGate-Challenge; rename attestation.headers.challenge",

@@ -124,6 +124,21 @@ func rejectionReason(_ body: () throws(Rejection) -> Void) -> ReasonToken? {
         for i in 0..<100 { _ = l.take(peer: "p\(i)", nowNanos: 0) }
         #expect(l.trackedPeers <= 8)
     }
+
+    /// Requests on the snapshots before and after a reload, alternating:
+    /// only the newer rate resets the buckets, once.
+    @Test func aSharedLimiterFollowsOnlyNewerSnapshots() {
+        let before = RateConfig(perSecond: 100, burst: 100)
+        let after = RateConfig(perSecond: 0.001, burst: 3)
+        let l = SharedPeerRateLimiter(rate: before)
+        #expect(l.take(peer: "a", rate: before, generation: 1, nowNanos: 0) == .allowed)
+        var allowed = 0
+        for i in 0..<10 {
+            let (rate, generation): (RateConfig, UInt64) = i % 2 == 0 ? (after, 2) : (before, 1)
+            if l.take(peer: "a", rate: rate, generation: generation, nowNanos: 0) == .allowed { allowed += 1 }
+        }
+        #expect(allowed == 3, "the older snapshot's requests refilled the buckets")
+    }
 }
 
 @Suite struct TrustSignerTests {
