@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Verifier
@@ -59,8 +60,10 @@ final class ReceiptRefresher: @unchecked Sendable {
     private let production: AppleHTTPSClient
     private let development: AppleHTTPSClient
     private let token: DeviceCheckToken
-    private let anchors: TrustAnchors
-    private let clockSkew: Int64
+    /// The receipt anchors and clock skew of the running configuration: a
+    /// reload that removes test anchors must stop receipts signed under them
+    /// at once (`follow`).
+    private let verification: NIOLockedValueBox<(anchors: TrustAnchors, clockSkew: Int64)>
     private let settings: Settings
     private let threadPool: NIOThreadPool
     private let results: [ReceiptRefreshResult: Counter]
@@ -90,8 +93,7 @@ final class ReceiptRefresher: @unchecked Sendable {
         self.production = production
         self.development = development
         self.token = token
-        self.anchors = anchors
-        self.clockSkew = clockSkew
+        self.verification = NIOLockedValueBox((anchors, clockSkew))
         self.settings = settings
         self.threadPool = threadPool
         var results: [ReceiptRefreshResult: Counter] = [:]
@@ -329,12 +331,19 @@ final class ReceiptRefresher: @unchecked Sendable {
         }
     }
 
+    /// The clock skew receipts are checked with now (tests).
+    var clockSkewInUse: Int64 { verification.withLockedValue { $0.clockSkew } }
+
+    /// A reload's receipt anchors and clock skew, for the receipts checked from now on.
+    func follow(anchors: TrustAnchors, clockSkew: Int64) {
+        verification.withLockedValue { $0 = (anchors, clockSkew) }
+    }
+
     /// Chain and PKCS#7 checks cost milliseconds: off the event loop.
     private func verifyAndStore(_ body: [UInt8], _ keyId: [UInt8], _ source: ReceiptRefreshSource)
         -> EventLoopFuture<ReceiptRefreshResult>
     {
-        let anchors = self.anchors
-        let skew = self.clockSkew
+        let (anchors, skew) = verification.withLockedValue { $0 }
         let verified = threadPool.runIfActive(eventLoop: eventLoop) { () -> Result<(bytes: [UInt8], receipt: Receipt), VerificationError> in
             do throws(VerificationError) {
                 let text = body.filter { !($0 == 0x0A || $0 == 0x0D || $0 == 0x20) }

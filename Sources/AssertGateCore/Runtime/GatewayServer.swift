@@ -17,7 +17,7 @@ public final class GatewayServer: Sendable {
     public var openConnections: Int { gateway.openConnections }
     private let admin: AdminServer
     private let stores: any StoreProvider
-    private let refresher: ReceiptRefresher?
+    let refresher: ReceiptRefresher?
     /// The refresher's own thread: TLS handshakes with Apple and receipt
     /// parsing never run on a worker loop that serves requests.
     private let refresherGroup: MultiThreadedEventLoopGroup?
@@ -336,6 +336,9 @@ public final class GatewayServer: Sendable {
             logger.info("TLS certificates reloaded", metadata: ["listeners": "\(certificates.reloaded.map(\.description))"])
         }
         await gateway.reload(snapshot)
+        if let refresher, let verifier = snapshot.enforcement?.verifier {
+            refresher.follow(anchors: verifier.receiptAnchors, clockSkew: verifier.clockSkewSeconds)
+        }
         admin.update(token: config.admin.token)
         LogBootstrap.control.apply(config.logging)
         metrics.configReloads.labels("success").inc()

@@ -1,6 +1,6 @@
 import AppleMock
 import AssertGateTestSupport
-import AssertGateCore
+@testable import AssertGateCore
 import DeviceSim
 import Foundation
 import Testing
@@ -78,6 +78,17 @@ extension Integration {
             let risky = try await h.send("GET", "/risky/a", headers: h.assertionHeaders(device, method: "GET", path: "/risky/a", counter: 2))
             #expect(risky.status == 403)
             #expect(risky.reason == "risk-too-high")
+            try await h.stop()
+        }
+
+        /// The refresher checks receipts with the running configuration's
+        /// anchors and clock skew: a reload reaches it.
+        @Test func theRefresherFollowsAReloadsReceiptSettings() async throws {
+            let h = try await EnforcementHarness.start(.init(receiptRefresh: true))
+            let refresher = try #require(h.server.refresher)
+            #expect(refresher.clockSkewInUse == 60)
+            try await h.reload { $0.replacingOccurrences(of: "  receiptTrustAnchors:", with: "  clockSkew: 5m\n  receiptTrustAnchors:") }
+            #expect(refresher.clockSkewInUse == 300)
             try await h.stop()
         }
 
