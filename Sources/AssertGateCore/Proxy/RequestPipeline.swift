@@ -844,7 +844,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
 
     /// Marks every field whose name has the trust prefix as not forwarded: an
     /// upstream's answer can never speak for the gateway. Returns the value of
-    /// `<prefix>Set-Device-Bits` when there is one. Names are lower-cased by
+    /// `<prefix>Set-Device-Bits` when there is one; several lines are one
+    /// value joined with `, ` (RFC 9110 §5.3), so a bit set twice is
+    /// malformed rather than the first line winning. Names are lower-cased by
     /// the parser; the head is copied only when such a field exists.
     static func removeTrustFields(_ head: inout UpstreamResponseHead, prefix: [UInt8]) -> ArraySlice<UInt8>? {
         func isTrust(_ f: UpstreamResponseHead.Field) -> Bool {
@@ -857,8 +859,13 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             let f = head.fields[i]
             head.fields[i].forward = false
             let rest = head.bytes[f.nameStart + prefix.count..<f.nameStart + f.nameLength]
-            if value == nil, rest.elementsEqual(setBits) {
-                value = head.bytes[f.valueStart..<f.valueStart + f.valueLength]
+            if rest.elementsEqual(setBits) {
+                let line = head.bytes[f.valueStart..<f.valueStart + f.valueLength]
+                if let first = value {
+                    value = ArraySlice(Array(first) + Array(", ".utf8) + Array(line))
+                } else {
+                    value = line
+                }
             }
         }
         return value

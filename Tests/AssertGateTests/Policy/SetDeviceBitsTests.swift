@@ -34,11 +34,25 @@ import Testing
             return
         }
         let value = RequestPipeline.removeTrustFields(&head, prefix: Array("x-assertgate-".utf8))
-        // The first instruction counts; all of them are removed.
-        #expect(value.map { String(decoding: $0, as: UTF8.self) } == "bit0=1")
+        // Several lines are one value (RFC 9110 §5.3); all of them are removed.
+        #expect(value.map { String(decoding: $0, as: UTF8.self) } == "bit0=1, bit1=1")
+        #expect(value.flatMap { SetDeviceBits(parsing: $0) } == SetDeviceBits(bit0: true, bit1: true))
         var forwarded: [String] = []
         head.forEachForwarded { name, _ in forwarded.append(String(decoding: name, as: UTF8.self)) }
         #expect(forwarded == ["content-type", "content-length"])
+
+        // A bit on two lines, contradicting itself: malformed, not the first line's.
+        var twice = UpstreamResponseParser()
+        twice.expectResponse(isHead: false)
+        var b3 = ByteBuffer(string:
+            "HTTP/1.1 200 OK\r\nX-AssertGate-Set-Device-Bits: bit0=1\r\nX-AssertGate-Set-Device-Bits: bit0=0\r\nContent-Length: 0\r\n\r\n")
+        guard case .head(var h3, _)? = try? twice.next(&b3) else {
+            Issue.record("no head")
+            return
+        }
+        let contradictory = RequestPipeline.removeTrustFields(&h3, prefix: Array("x-assertgate-".utf8))
+        #expect(contradictory.map { String(decoding: $0, as: UTF8.self) } == "bit0=1, bit0=0")
+        #expect(contradictory.flatMap { SetDeviceBits(parsing: $0) } == nil)
 
         // A head without such fields is left as it is.
         var plain = UpstreamResponseParser()
