@@ -213,6 +213,10 @@ public final class AssertionGate: RequestGate {
 
     /// From the worker's key cache, else one key load that fills it (the
     /// check of the same request then finds the key cached).
+    public func ruleEvaluated(_ key: RuleKey, _ result: RuleResult, route: RouteConfig) {
+        risk?.rules(route: route.upstream).inc(key, result)
+    }
+
     public func keyEnvironment(for request: ProxyRequest) -> EventLoopFuture<AppEnvironment?>? {
         guard let names = request.snapshot.enforcement?.headerNames,
             let text = request.headers.first(name: names.keyId), !text.isEmpty,

@@ -36,7 +36,7 @@ public final class RiskMetricsCache {
         self.metrics = metrics
     }
 
-    /// The route's rule counters (all 18 series appear on first use, at 0).
+    /// The route's rule counters (all 21 series appear on first use, at 0).
     public func rules(route: String) -> RouteRuleCounters {
         if let counters = rules[route] { return counters }
         let counters = RouteRuleCounters(family: metrics.ruleResults, route: route)

@@ -6,21 +6,23 @@ enum DevicePolicy {
     /// `asserted`: the request carried the key id or the assertion header
     /// (risk.md §6.17): it is judged by its assertion alone, the device
     /// token only feeds `deviceBits`.
-    static func decide(_ decision: GateDecision, asserted: Bool, device: DeviceSignal, route: RouteConfig)
-        -> GateDecision
-    {
+    /// `observe` sees the `deviceBits` rules evaluated (`assertgate_rule_results_total`).
+    static func decide(
+        _ decision: GateDecision, asserted: Bool, device: DeviceSignal, route: RouteConfig,
+        observe: (RuleKey, RuleResult) -> Void = { _, _ in }
+    ) -> GateDecision {
         if !asserted, route.fallback == .device {
             switch device {
             case .missing: return decision  // the gate's own answer to a request without assertion
             case .invalid: return fail(.invalidDeviceToken, route)
             case .reused: return fail(.deviceTokenReused, route)
             case .unavailable: return unavailable(route)
-            case .valid: return withBits(flags: [], device: device, route) { .device(flags: $0) }
+            case .valid: return withBits(flags: [], device: device, route, observe) { .device(flags: $0) }
             }
         }
         // Bits rules act on a verified assertion only (risk.md §2: after the commit).
         guard case .forward(.verified(let identity)) = decision else { return decision }
-        return withBits(flags: identity.flags, device: device, route) { flags in
+        return withBits(flags: identity.flags, device: device, route, observe) { flags in
             var id = identity
             id.flags = flags
             return .verified(id)
@@ -30,13 +32,25 @@ enum DevicePolicy {
     /// The route's `deviceBits` rules, require then flag (the last key of the
     /// table, so a flag is appended after the gate's).
     private static func withBits(
-        flags: [ReasonToken], device: DeviceSignal, _ route: RouteConfig, _ outcome: ([ReasonToken]) -> TrustOutcome
+        flags: [ReasonToken], device: DeviceSignal, _ route: RouteConfig, _ observe: (RuleKey, RuleResult) -> Void,
+        _ outcome: ([ReasonToken]) -> TrustOutcome
     ) -> GateDecision {
-        if let rule = route.rules.require.deviceBits, let reason = failure(of: rule, device) {
-            return reason == .devicecheckUnavailable ? unavailable(route) : fail(reason, route)
+        if let rule = route.rules.require.deviceBits {
+            if let reason = failure(of: rule, device) {
+                observe(.deviceBits, .reject)
+                return reason == .devicecheckUnavailable ? unavailable(route) : fail(reason, route)
+            }
+            observe(.deviceBits, .pass)
         }
         var flags = flags
-        if let rule = route.rules.flag.deviceBits, let reason = failure(of: rule, device) { flags.append(reason) }
+        if let rule = route.rules.flag.deviceBits {
+            if let reason = failure(of: rule, device) {
+                observe(.deviceBits, .flag)
+                flags.append(reason)
+            } else {
+                observe(.deviceBits, .pass)
+            }
+        }
         return .forward(outcome(flags))
     }
 

@@ -80,10 +80,14 @@ public protocol RequestGate: AnyObject {
     /// inside: no such key). nil: this gate knows no keys. DeviceCheck picks
     /// its host by it (risk.md §6.3).
     func keyEnvironment(for request: ProxyRequest) -> EventLoopFuture<AppEnvironment?>?
+    /// A rule evaluated after the gate (`deviceBits`, once DeviceCheck
+    /// answered), for the gate's rule metrics.
+    func ruleEvaluated(_ key: RuleKey, _ result: RuleResult, route: RouteConfig)
 }
 
 extension RequestGate {
     public func keyEnvironment(for request: ProxyRequest) -> EventLoopFuture<AppEnvironment?>? { nil }
+    public func ruleEvaluated(_ key: RuleKey, _ result: RuleResult, route: RouteConfig) {}
 }
 
 /// Passthrough: forward everything with `<prefix>Trust: none`.

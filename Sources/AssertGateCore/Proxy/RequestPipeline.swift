@@ -534,7 +534,10 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 heldDecision = (decision, route, body)
                 return
             }
-            decision = DevicePolicy.decide(decision, asserted: asserted, device: device.signal, route: route)
+            let gate = worker.gate
+            decision = DevicePolicy.decide(decision, asserted: asserted, device: device.signal, route: route) {
+                gate.ruleEvaluated($0, $1, route: route)
+            }
         }
         switch decision {
         case .reject(let rejection):

@@ -1,10 +1,10 @@
 import Verifier
 
 /// The keys of risk.md §2 that act, in evaluation (table) order.
-/// `deviceBits` is not among them: it needs DeviceCheck's answer, which comes
-/// after the gate, so `DevicePolicy` applies it (last, as the table orders it).
+/// `deviceBits` is last: it needs DeviceCheck's answer, which comes after the
+/// gate, so `DevicePolicy` applies and counts it; `RuleEvaluator` skips it.
 public enum RuleKey: Int, Sendable, CaseIterable {
-    case environments, launchCategories, minAppVersion, keyPolicy, maxUserKeys, maxRiskMetric
+    case environments, launchCategories, minAppVersion, keyPolicy, maxUserKeys, maxRiskMetric, deviceBits
 
     /// The config key and metric label.
     public var name: String {
@@ -15,6 +15,7 @@ public enum RuleKey: Int, Sendable, CaseIterable {
         case .keyPolicy: return "keyPolicy"
         case .maxUserKeys: return "maxUserKeys"
         case .maxRiskMetric: return "maxRiskMetric"
+        case .deviceBits: return "deviceBits"
         }
     }
 
@@ -27,6 +28,7 @@ public enum RuleKey: Int, Sendable, CaseIterable {
         case .keyPolicy: return .keyPolicyNotAllowed
         case .maxUserKeys: return .tooManyKeys
         case .maxRiskMetric: return .riskTooHigh
+        case .deviceBits: return .deviceBitsNotAllowed
         }
     }
 }
@@ -86,6 +88,8 @@ public enum RuleEvaluator {
             guard let max = rules.maxRiskMetric else { return nil }
             guard let metric = s.riskMetric else { return true }
             return metric <= max
+        case .deviceBits:
+            return nil  // `DevicePolicy`, once DeviceCheck has answered
         }
     }
 

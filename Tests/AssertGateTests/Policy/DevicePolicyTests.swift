@@ -82,6 +82,23 @@ import Verifier
                 == .deviceBitsNotAllowed)
     }
 
+    /// `assertgate_rule_results_total{rule="deviceBits"}`: each rule
+    /// evaluated is seen once, with its result.
+    @Test func deviceBitsResultsAreObserved() {
+        func observed(_ r: RouteConfig, _ device: DeviceSignal) -> [String] {
+            var seen: [String] = []
+            _ = DevicePolicy.decide(verified, asserted: true, device: device, route: r) { seen.append("\($0.name)=\($1.name)") }
+            return seen
+        }
+        let wantBit1 = DeviceBitsRule(bit0: nil, bit1: true)
+        let wantBit0 = DeviceBitsRule(bit0: true, bit1: nil)
+        #expect(observed(route(.enforce, require: wantBit1), set01) == ["deviceBits=pass"])
+        #expect(observed(route(.enforce, require: wantBit0), set01) == ["deviceBits=reject"])
+        #expect(observed(route(.enforce, flag: wantBit0), set01) == ["deviceBits=flag"])
+        #expect(observed(route(.enforce, require: wantBit1, flag: wantBit1), set01) == ["deviceBits=pass", "deviceBits=pass"])
+        #expect(observed(route(.enforce), set01).isEmpty)
+    }
+
     @Test func theTokensProblemComesBeforeTheBits() {
         let r = route(.enforce, require: DeviceBitsRule(bit1: false))
         #expect(reason(DevicePolicy.decide(verified, asserted: true, device: .missing, route: r)) == .missingDeviceToken)
