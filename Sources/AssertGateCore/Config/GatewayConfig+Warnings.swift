@@ -31,6 +31,15 @@ extension GatewayConfig {
         // Rules that can never act (risk.md §2), e.g. maxRiskMetric without
         // receipt refresh: say so rather than let an operator believe risk is checked.
         out += RulesSummary.warnings(self)
+        // onDeviceCheckError decides only for fallback: device and require.deviceBits;
+        // set to other than its default anywhere else, it would mislead.
+        for (i, r) in routes.enumerated()
+        where r.mode != .passthrough && r.deviceCheck != .none && r.fallback != .device && r.rules.require.deviceBits == nil
+            && r.onDeviceCheckError != (r.mode == .enforce ? .reject : .forward)
+        {
+            out.append(
+                "routes[\(i)].onDeviceCheckError: \(r.onDeviceCheckError.rawValue) never acts: the route has neither fallback: device nor rules.require.deviceBits, so Apple not answering only leaves the device signal unavailable")
+        }
         out += methodFallThroughWarnings
         // bindBody buffers a body whole within the worker's budget: one larger
         // than the budget is refused 503 however idle the gateway is (and the

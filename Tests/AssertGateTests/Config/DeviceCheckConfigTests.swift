@@ -56,6 +56,27 @@ import Testing
         #expect(try parse("").get().deviceCheck == nil)
     }
 
+    /// `onDeviceCheckError` set where nothing consults it is warned about.
+    @Test func anOnDeviceCheckErrorThatNeverActsIsWarnedAbout() throws {
+        let yaml = """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps: [{appId: ABCDE12345.com.example.app}]
+            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            deviceCheck: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {env: DC_KEY}}
+            routes:
+              - {match: {prefix: /a}, upstream: api, mode: monitor, deviceCheck: validate, onDeviceCheckError: reject}
+              - {match: {prefix: /b}, upstream: api, mode: monitor, deviceCheck: validate, fallback: device, onDeviceCheckError: reject}
+              - {match: {prefix: /c}, upstream: api, mode: monitor, deviceCheck: query, onDeviceCheckError: reject, rules: {require: {deviceBits: {bit0: false}}}}
+              - {match: {prefix: /d}, upstream: api, mode: enforce, deviceCheck: validate, onDeviceCheckError: reject}
+
+            """
+        let c = try ConfigLoader(environment: ["DC_KEY": "pem"]).load(yaml: yaml, filename: "c.yaml")
+        let about = c.warnings.filter { $0.contains("onDeviceCheckError") }
+        #expect(about == [
+            "routes[0].onDeviceCheckError: reject never acts: the route has neither fallback: device nor rules.require.deviceBits, so Apple not answering only leaves the device signal unavailable"
+        ])
+    }
+
     @Test func theAppleKeyDefaultsToFraudMetrics() throws {
         let c = try parse("""
             fraudMetric: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {env: DC_KEY}}
