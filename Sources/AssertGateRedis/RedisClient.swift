@@ -124,6 +124,11 @@ public final class RedisClient: @unchecked Sendable {
         }
     }
 
+    /// Each connection's failed-attempt count, the backoff exponent (tests).
+    func backoffAttempts() -> EventLoopFuture<[Int]> {
+        eventLoop.submit { self.slots.map(\.attempt) }
+    }
+
     /// True when at least one connection is up (for readiness).
     func isConnected() -> EventLoopFuture<Bool> {
         eventLoop.submit {
@@ -290,10 +295,13 @@ public final class RedisClient: @unchecked Sendable {
                 return
             }
             slot.state = .ready(channel, handler)
-            if slot.attempt > 0 {
+            if slot.attempt > 0, !slot.unstable {
                 configuration.logger?.info("redis connection restored", metadata: ["redis": "\(target)"])
             }
-            slot.attempt = 0
+            // The backoff starts over only once this connection has lasted
+            // (`connectionClosed`): one that a slow server's timeouts close
+            // again at once must not reconnect at the shortest delay for ever.
+            slot.readySince = .now()
             channel.closeFuture.whenComplete { _ in
                 self.connectionClosed(slot, channel)
             }
@@ -318,12 +326,26 @@ public final class RedisClient: @unchecked Sendable {
 
     private func connectionClosed(_ slot: Slot, _ channel: Channel) {
         eventLoop.assertInEventLoop()
-        guard case .ready(let current, _) = slot.state, current === channel else { return }
+        guard case .ready(let current, let handler) = slot.state, current === channel else { return }
+        let lasted = slot.readySince.map { .now() - $0 >= Self.stableAfter } ?? false
+        let firstOfStreak = lasted || !slot.unstable
+        if lasted {
+            slot.attempt = 0
+            slot.unstable = false
+        } else {
+            slot.unstable = true
+        }
         if !isShutdown {
-            configuration.logger?.warning("redis connection lost; reconnecting", metadata: ["redis": "\(target)"])
+            // Once per outage: a connection that keeps failing at once is logged at debug.
+            configuration.logger?.log(
+                level: firstOfStreak ? .warning : .debug, "redis connection lost; reconnecting",
+                metadata: ["redis": "\(target)", "reason": "\(handler.closedError ?? .unavailable(.connectionLost))"])
         }
         scheduleReconnect(slot, reason: .unavailable(.notConnected))
     }
+
+    /// A connection that lasted this long resets the reconnect backoff when it closes.
+    static let stableAfter = TimeAmount.seconds(10)
 
     /// `reason` is what commands get until the next attempt starts.
     private func scheduleReconnect(_ slot: Slot, reason: RedisError) {
@@ -411,5 +433,9 @@ public final class RedisClient: @unchecked Sendable {
         var generation: UInt64 = 0
         var reconnect: Scheduled<Void>?
         var attemptTimer: Scheduled<Void>?
+        /// When the current connection became ready.
+        var readySince: NIODeadline?
+        /// The last connection closed before it had lasted `stableAfter`.
+        var unstable = false
     }
 }

@@ -72,7 +72,7 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var pending = CircularBuffer<Pending>(initialCapacity: 64)
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
-    private var closedError: RedisError?
+    private(set) var closedError: RedisError?
     private var reading = false
     private var flushDeferred = false
     private var flushScheduled = false
@@ -188,14 +188,20 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
         reading = true
         do {
             try buffer.withUnsafeReadableBytes { bytes throws(RESPDecodingError) in try reader.feed(bytes) }
+            var demoted = false
             while closedError == nil, let value = try reader.next() {
                 guard let head = pending.popFirst() else {
                     // A reply nobody asked for: the stream is out of sync.
                     fail(context: context, with: .unavailable(.protocolViolation("unsolicited reply")))
                     return
                 }
+                if case .error(let message) = value, Self.meansNotPrimary(message) { demoted = true }
                 head.target.succeed(value)
             }
+            // The server was demoted (a failover behind a DNS name or a
+            // virtual IP that keeps old connections): a new connection
+            // reaches the new primary, this one never would.
+            if demoted { fail(context: context, with: .unavailable(.notPrimary)) }
         } catch {
             fail(context: context, with: .unavailable(.protocolViolation("\(error)")))
         }
@@ -224,6 +230,11 @@ final class RedisCommandHandler: ChannelDuplexHandler, RemovableChannelHandler {
         failAll(.unavailable(.connectionLost))
         self.context = nil
         reader = nil
+    }
+
+    /// Error replies that say this server cannot take writes any more.
+    static func meansNotPrimary(_ message: String) -> Bool {
+        message.hasPrefix("READONLY") || message.hasPrefix("MASTERDOWN")
     }
 
     // MARK: failure

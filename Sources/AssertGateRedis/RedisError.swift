@@ -19,6 +19,8 @@ public enum RedisError: Error, Sendable, Equatable {
         case shutdown
         /// Too many commands queued while a connection is being set up.
         case overloaded
+        /// The server answered `READONLY`/`MASTERDOWN`: it is a replica now.
+        case notPrimary
     }
 
     case unavailable(UnavailableReason)
@@ -50,6 +52,7 @@ extension RedisError: CustomStringConvertible {
             case .protocolViolation(let why): return "protocol violation: \(why)"
             case .shutdown: return "client shut down"
             case .overloaded: return "too many commands queued while connecting"
+            case .notPrimary: return "the server is a read-only replica (a failover?)"
             }
         case .serverError(let text): return "server error: \(text)"
         case .unexpectedReply(let text): return "unexpected reply: \(text)"

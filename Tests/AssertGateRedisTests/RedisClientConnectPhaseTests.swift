@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
@@ -133,6 +134,65 @@ struct RedisClientConnectPhaseTests {
         #expect(e < connectTimeout + .seconds(2))
 
         never.succeed()
+        try await c.shutdown().get()
+        try await server.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// A failover behind a name or virtual IP that keeps old connections:
+    /// the demoted server answers `READONLY`. The reply reaches its caller,
+    /// and the connection is dropped so the next one reaches the new primary.
+    @Test func aReadOnlyReplyDropsTheConnection() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let secondAuth = loop.makePromise(of: Void.self)
+        let server = try await ScriptedRedisServer(group: group) { connection, command in
+            switch command.first?.uppercased() {
+            case "AUTH":
+                if connection == 1 { secondAuth.succeed() }
+                return loop.makeSucceededFuture("+OK\r\n")
+            case "SET":
+                return loop.makeSucceededFuture(
+                    connection == 0 ? "-READONLY You can't write against a read only replica.\r\n" : "+OK\r\n")
+            default:
+                return loop.makeSucceededFuture("+PONG\r\n")
+            }
+        }
+        let c = try client(port: server.port, loop: loop, backoff: .milliseconds(10))
+        let first = try await c.send("SET", "k", "v").get()
+        #expect(first == .error("READONLY You can't write against a read only replica."))
+        // A new connection, without a restart; a command during its handshake is held for it.
+        try await secondAuth.futureResult.get()
+        #expect(try await c.send("SET", "k", "v").get() == .status("OK"))
+        #expect(server.connectionCount == 2)
+        try await c.shutdown().get()
+        try await server.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// A server that lets the client connect and then drops it (or times
+    /// its commands out) at once: the backoff keeps growing across those
+    /// short-lived connections instead of starting over at each handshake.
+    @Test func connectionsThatDieAtOnceKeepTheBackoffGrowing() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let auths = NIOLockedValueBox<[EventLoopPromise<Void>]>((0..<5).map { _ in loop.makePromise(of: Void.self) })
+        let server = try await ScriptedRedisServer(group: group) { connection, command in
+            if command.first?.uppercased() == "AUTH", connection < 5 {
+                auths.withLockedValue { $0[connection] }.succeed()
+            }
+            return loop.makeSucceededFuture("+OK\r\n")
+        }
+        let c = try client(port: server.port, loop: loop, backoff: .milliseconds(1))
+        for i in 0..<4 {
+            try await auths.withLockedValue { $0[i] }.futureResult.get()
+            // Ready once AUTH is answered; then the server drops it.
+            _ = try await c.send("PING").get()
+            try await server.closeConnection(i)
+        }
+        try await auths.withLockedValue { $0[4] }.futureResult.get()
+        let attempts = try await c.backoffAttempts().get()
+        #expect(attempts == [4], "the backoff started over at each handshake")
         try await c.shutdown().get()
         try await server.close()
         try await group.shutdownGracefully()
