@@ -218,11 +218,35 @@ public final class RedisStore: Store {
 
     private func raiseUserKeyCount(of keys: [String], to n: Int) -> EventLoopFuture<Int> {
         // One key failing keeps its older count; the others still rise.
-        let raises = keys.map { m in
-            redis.evalSHA(RedisStoreScripts.raiseUserKeyCount, keys: [Self.keyHash(m)], arguments: [.integer(Int64(n))])
-                .map { _ in }
+        let redis = self.redis
+        return Self.batched(
+            keys, into: n, on: eventLoop,
+            { m in
+                redis.evalSHA(RedisStoreScripts.raiseUserKeyCount, keys: [Self.keyHash(m)], arguments: [.integer(Int64(n))])
+                    .map { _ in }.recover { _ in }
+            }, combine: { n, _ in n })
+    }
+
+    /// At most this many commands of one call over a user's keys are in
+    /// flight at once.
+    static let maxInFlightPerCall = 256
+
+    /// `operation` over `items`, `maxInFlightPerCall` at a time. The
+    /// connections are the ones live requests share: thousands of commands
+    /// at once (revoking a user with 100,000 keys) made one slow reply's
+    /// timeout fail every request queued behind them.
+    /// Each batch's results are folded into `initial` by `combine`.
+    static func batched<E: Sendable, T: Sendable, R: Sendable>(
+        _ items: [E], into initial: R, on loop: EventLoop, _ operation: @escaping @Sendable (E) -> EventLoopFuture<T>,
+        combine: @escaping @Sendable (R, [T]) -> R
+    ) -> EventLoopFuture<R> {
+        @Sendable func run(from start: Int, _ done: R) -> EventLoopFuture<R> {
+            guard start < items.count else { return loop.makeSucceededFuture(done) }
+            let end = min(items.count, start + maxInFlightPerCall)
+            let batch = items[start..<end].map(operation)
+            return EventLoopFuture.whenAllSucceed(batch, on: loop).flatMap { run(from: end, combine(done, $0)) }
         }
-        return EventLoopFuture.andAllComplete(raises, on: eventLoop).map { n }
+        return run(from: 0, initial)
     }
 
     public func loadKey(keyId: [UInt8]) -> EventLoopFuture<StoredKey?> {
@@ -424,18 +448,21 @@ public final class RedisStore: Store {
     }
 
     public func revokeUser(userId: String) -> EventLoopFuture<[KeyRecord]?> {
-        userMembers(userId).flatMap { members in
+        let redis = self.redis
+        return userMembers(userId).flatMap { members in
             // Every key is revoked; the answer lists at most `maxUserKeysListed`.
-            let revokes = members.compactMap { m -> EventLoopFuture<KeyRecord?>? in
-                guard let id = Self.keyId(member: m) else { return nil }
-                return self.redis.evalSHA(
-                    RedisStoreScripts.revokeOfUser, keys: [Self.keyHash(m)], arguments: [.string(userId)]
-                ).flatMapThrowing { reply in try Self.parseRecord(keyId: id, reply) }
-            }
-            return EventLoopFuture.whenAllSucceed(revokes, on: self.eventLoop).map { found in
-                let records = Array(found.compactMap { $0 }.prefix(maxUserKeysListed))
-                return records.isEmpty ? nil : records
-            }
+            let keys = members.compactMap { m in Self.keyId(member: m).map { (member: m, id: $0) } }
+            return Self.batched(
+                keys, into: [KeyRecord](), on: self.eventLoop,
+                { key in
+                    redis.evalSHA(
+                        RedisStoreScripts.revokeOfUser, keys: [Self.keyHash(key.member)], arguments: [.string(userId)]
+                    ).flatMapThrowing { reply in try Self.parseRecord(keyId: key.id, reply) }
+                },
+                combine: { listed, batch in
+                    listed.count >= maxUserKeysListed ? listed : listed + batch.compactMap { $0 }.prefix(maxUserKeysListed - listed.count)
+                }
+            ).map { records in records.isEmpty ? nil : records }
         }
     }
 
