@@ -144,8 +144,8 @@ public final class RedisStore: Store {
     /// schedule live on different slots, so registration takes steps, each
     /// atomic on its node:
     /// 1. the keyId joins the user's set (`SADD`, idempotent);
-    /// 2. the register script (challenge consumed, record created with
-    ///    `ukc` 1). A refusal or failure leaves the keyId in the set without
+    /// 2. the register script (challenge consumed, record created without
+    ///    `ukc`). A refusal or failure leaves the keyId in the set without
     ///    a record: nothing counts it (step 3 counts records), and a retry
     ///    of the same key reuses it. Nothing is ever taken out of the set,
     ///    so a concurrent registration of the same key cannot lose its entry;
@@ -154,7 +154,8 @@ public final class RedisStore: Store {
     ///    server), and each of them gets that count as `ukc` (it only rises:
     ///    the registration that finishes last has seen every record, so
     ///    concurrent ones converge). A failure here leaves older counts in
-    ///    place until the user's next registration; the key IS registered;
+    ///    place until the user's next registration, and the new key without
+    ///    `ukc` (its first commit repairs that); the key IS registered;
     /// 4. the key joins the refresh schedule (a failure here is left to the
     ///    backfill walk at the next start).
     /// The commit script reads `ukc` from the key's own record: one round
@@ -181,7 +182,11 @@ public final class RedisStore: Store {
                 guard case .integer = reply else { throw Self.unexpected(reply, "SADD") }
             }
             .flatMap {
-                self.redis.evalSHA(RedisStoreScripts.register, keys: keys, arguments: [.string(k), ""] + fields + ["ukc", "1"])
+                // No `ukc` yet: step 3 writes it. Should step 3 fail, the
+                // key's first commit finds none and repairs the count
+                // (`parseClusterCommit`); a `ukc` of 1 here would have
+                // stayed 1 until the user's next registration.
+                self.redis.evalSHA(RedisStoreScripts.register, keys: keys, arguments: [.string(k), ""] + fields)
             }
             .flatMapThrowing { try Self.parseRegister($0) }
             .flatMap { result in
