@@ -295,7 +295,8 @@ public final class RedisClient: @unchecked Sendable {
                 return
             }
             slot.state = .ready(channel, handler)
-            if slot.attempt > 0, !slot.unstable {
+            if slot.outageLogged {
+                slot.outageLogged = false
                 configuration.logger?.info("redis connection restored", metadata: ["redis": "\(target)"])
             }
             // The backoff starts over only once this connection has lasted
@@ -315,6 +316,7 @@ public final class RedisClient: @unchecked Sendable {
             }
             // The first failure of a streak is a warning; the retries after it
             // (up to one per second per connection) only at debug level.
+            if slot.attempt == 0 { slot.outageLogged = true }
             configuration.logger?.log(
                 level: slot.attempt == 0 ? .warning : .debug, "redis connection failed; retrying",
                 metadata: ["redis": "\(target)", "reason": "\(reason)", "attempt": "\(slot.attempt + 1)"])
@@ -336,6 +338,7 @@ public final class RedisClient: @unchecked Sendable {
             slot.unstable = true
         }
         if !isShutdown {
+            if firstOfStreak { slot.outageLogged = true }
             // Once per outage: a connection that keeps failing at once is logged at debug.
             configuration.logger?.log(
                 level: firstOfStreak ? .warning : .debug, "redis connection lost; reconnecting",
@@ -437,5 +440,8 @@ public final class RedisClient: @unchecked Sendable {
         var readySince: NIODeadline?
         /// The last connection closed before it had lasted `stableAfter`.
         var unstable = false
+        /// A warning said the connection was lost or failed: the next
+        /// success says it is restored (once, not after every short-lived one).
+        var outageLogged = false
     }
 }
