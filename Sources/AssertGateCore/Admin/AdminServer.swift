@@ -27,8 +27,8 @@ public final class AdminServer: Sendable {
     public struct Limits: Sendable {
         /// Connections open at once; one more is closed as it is accepted.
         public var maxConnections = 64
-        /// A request head must be complete this long after its first byte
-        /// (a head trickled a byte at a time resets any idle clock).
+        /// A request, head and body, must be complete this long after its
+        /// first byte (one trickled a byte at a time resets any idle clock).
         public var headerTimeout: TimeAmount = .seconds(10)
         /// A connection with no byte read or written for this long is closed.
         public var idleTimeout: TimeAmount = .seconds(60)
@@ -123,13 +123,23 @@ final class AdminHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let h):
-            timeouts?.requestHeadReceived()
+            // The header clock runs on until the body's end: no admin request
+            // has a body worth waiting for, and a trickled one (a byte every
+            // few seconds, each resetting the idle clock) would hold one of
+            // the listener's few connections for ever.
             head = h
             bodyBytes = 0
+            if let length = h.headers.first(name: "content-length").flatMap({ Int($0) }), length > Self.maxBodyBytes {
+                self.head = nil
+                let requestId = RequestId.resolve(h.headers.first(name: "x-request-id"))
+                let response = AdminResponse(ProblemWriter.answer(Rejection(.bodyTooLarge), requestId: requestId))
+                write(response, for: h, context: context, forceClose: true)
+            }
         case .body(let buffer):
             bodyBytes += buffer.readableBytes
         case .end:
             guard let head else { return }
+            timeouts?.requestHeadReceived()
             self.head = nil
             if bodyBytes > Self.maxBodyBytes {
                 let requestId = RequestId.resolve(head.headers.first(name: "x-request-id"))

@@ -43,7 +43,7 @@ final class ConfigReader {
 
     func mapping(_ node: Node, path: String, allowed: Set<String>) -> MappingView? {
         guard case .mapping(let mapping) = node else {
-            error(at: node, "\(path.isEmpty ? "the file" : path): expected a mapping, got \(kind(node))")
+            error(at: node, "\(path.isEmpty ? "the file" : path): expected a mapping, got \(shape(node))")
             return nil
         }
         var entries: [String: (key: Node, value: Node)] = [:]
@@ -65,10 +65,19 @@ final class ConfigReader {
 
     func sequence(_ node: Node, path: String) -> [Node]? {
         guard case .sequence(let seq) = node else {
-            error(at: node, "\(path): expected a list, got \(kind(node))")
+            error(at: node, "\(path): expected a list, got \(shape(node))")
             return nil
         }
         return Array(seq)
+    }
+
+    /// What stands where a mapping or list belongs, without its value: a
+    /// section written as one value is often a secret or a URL with a
+    /// password (`admin: s3cret`, `store: {redis: "redis://:pw@…"}`), and
+    /// these messages reach the log and `POST /reload`'s answer.
+    func shape(_ node: Node) -> String {
+        if case .scalar = node, !node.isNull { return "a single value" }
+        return kind(node)
     }
 
     func kind(_ node: Node) -> String {

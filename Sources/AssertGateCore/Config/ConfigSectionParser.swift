@@ -414,7 +414,7 @@ struct ConfigSectionParser {
     func parseUpstreams(_ top: ConfigReader.MappingView) -> [String: UpstreamConfig]? {
         guard let node = reader.required(top, "upstreams") else { return nil }
         guard case .mapping(let mapping) = node else {
-            reader.error(at: node, "upstreams: expected a mapping of name to upstream, got \(reader.kind(node))")
+            reader.error(at: node, "upstreams: expected a mapping of name to upstream, got \(reader.shape(node))")
             return nil
         }
         if mapping.count == 0 { reader.error(at: node, "upstreams: at least one upstream is required") }

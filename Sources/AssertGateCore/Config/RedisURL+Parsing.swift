@@ -67,7 +67,9 @@ extension RedisURL {
 
     /// The URL with any password replaced, for messages.
     static func redacted(_ text: String) -> String {
-        guard let scheme = text.range(of: "://"), let at = text.lastIndex(of: "@"), at > scheme.upperBound else { return text }
+        guard let at = text.lastIndex(of: "@") else { return text }
+        // A mistyped scheme (`redis:/:pw@host`) still hides what precedes the host.
+        guard let scheme = text.range(of: "://"), at > scheme.upperBound else { return "***" + String(text[at...]) }
         return String(text[..<scheme.upperBound]) + "***" + String(text[at...])
     }
 

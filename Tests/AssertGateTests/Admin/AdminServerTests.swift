@@ -305,10 +305,18 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
         def conn():
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
             return s
-        if mode == "trickle":
+        if mode == "bigbody":
+            s = conn(); s.sendall(b"POST /healthz HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 100000000\\r\\n\\r\\n")
+            s.settimeout(5); answer = s.recv(4096)
+            print(json.dumps({"status": answer[9:12].decode(), "close": b"connection: close" in answer.lower()}))
+        elif mode in ("trickle", "tricklebody"):
             s = conn(); start = time.monotonic(); closed = False
+            if mode == "trickle":
+                data = b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: " + b"a" * 200
+            else:
+                s.sendall(b"POST /healthz HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 1000\\r\\n\\r\\n"); data = b"b" * 200
             try:
-                for b in b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: " + b"a" * 200:
+                for b in data:
                     s.sendall(bytes([b])); time.sleep(0.2)
             except OSError:
                 closed = True
@@ -354,6 +362,23 @@ private func header(_ r: AdminResponse, _ name: String) -> String? {
         let r = try await rawJSON([String(server.port), "trickle"])
         #expect(r["closed"] as? Bool == true, "\(r)")
         #expect((r["after"] as? Double ?? 99) < 5, "\(r)")
+        try await server.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// A body trickled a byte at a time (each byte resets the idle clock) is
+    /// cut like a trickled head; a body announced over the limit is refused
+    /// at once, before a byte of it.
+    @Test func aTrickledOrOversizedBodyDoesNotHoldAConnection() async throws {
+        var limits = AdminServer.Limits()
+        limits.headerTimeout = .seconds(1)
+        let (server, group) = try await server(limits)
+        let r = try await rawJSON([String(server.port), "tricklebody"])
+        #expect(r["closed"] as? Bool == true, "\(r)")
+        #expect((r["after"] as? Double ?? 99) < 5, "\(r)")
+        let big = try await rawJSON([String(server.port), "bigbody"])
+        #expect(big["status"] as? String == "413", "\(big)")
+        #expect(big["close"] as? Bool == true, "\(big)")
         try await server.close()
         try await group.shutdownGracefully()
     }

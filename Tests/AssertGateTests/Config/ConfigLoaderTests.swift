@@ -350,9 +350,9 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             """
         #expect(errors(yaml) == [
             "config.yaml:1: listeners: expected a list, got a mapping",
-            "config.yaml:2: apps[0].environments: expected a list, got 'production'",
+            "config.yaml:2: apps[0].environments: expected a list, got a single value",
             "config.yaml:3: upstreams.api.maxConnectionsPerEndpoint: expected an integer, got 'many'",
-            "config.yaml:5: routes[0].match: expected a mapping, got '/api'",
+            "config.yaml:5: routes[0].match: expected a mapping, got a single value",
             "config.yaml:6: routes[1].upstream: expected a string, got a list",
             "config.yaml:6: routes[1].forwardAssertionHeaders: expected true or false, got '\"true\"'",
             "config.yaml:7: limits.maxConcurrentStreams: expected an integer, got '1.5'",
@@ -713,6 +713,30 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
         ])
     }
 
+    /// A section written as one value is often a secret or a URL with a
+    /// password: the errors (logged, and answered to `POST /reload`) never
+    /// repeat it.
+    @Test func errorsNeverRepeatASecretWrittenInTheWrongShape() {
+        let base = """
+            listeners: [{address: 127.0.0.1:8080}]
+            apps: [{appId: ABCDE12345.com.example.app}]
+            upstreams: {api: {endpoints: [http://127.0.0.1:9001]}}
+            routes: [{match: {prefix: /}, upstream: api, mode: passthrough}]
+
+            """
+        for (extra, secret) in [
+            ("admin: s3cretAdminTok\n", "s3cretAdminTok"),
+            ("trust: MySigningSecret\n", "MySigningSecret"),
+            ("store: {redis: \"redis://:Hunter2Secret@127.0.0.1:6379/0\"}\n", "Hunter2Secret"),
+            ("store: {redis: {cluster: \"redis://:ClusterPw@127.0.0.1:7000\"}}\n", "ClusterPw"),
+            ("store: {redis: {url: \"redis:/:Hunter3Secret@127.0.0.1:6379\"}}\n", "Hunter3Secret"),
+        ] {
+            let errs = errors(base + extra)
+            #expect(!errs.isEmpty, "\(extra)")
+            #expect(errs.allSatisfy { !$0.contains(secret) }, "\(errs)")
+        }
+    }
+
     @Test func attestationChecks() {
         let yaml = minimalYAML + """
             attestation:
@@ -764,7 +788,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             "config.yaml:8: missing required key 'burst' in attestation.rampUp"
         ])
         #expect(errors(minimalYAML + "attestation: {rampUp: 50}\n") == [
-            "config.yaml:8: attestation.rampUp: expected a mapping, got '50'"
+            "config.yaml:8: attestation.rampUp: expected a mapping, got a single value"
         ])
         #expect(errors(minimalYAML + "attestation: {rampUp: {perSecond: 5, burst: 5, perMinute: 1}}\n").count == 1)
     }
