@@ -138,8 +138,7 @@ public struct GatewayLogHandler: LogHandler {
         let needsQuotes =
             raw.isEmpty
             || raw.unicodeScalars.contains {
-                $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F
-                    || $0.properties.isWhitespace
+                $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || JSONText.isControl($0) || $0.properties.isWhitespace
             }
         return needsQuotes ? JSONText.quoted(raw) : raw
     }

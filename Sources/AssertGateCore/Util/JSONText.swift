@@ -16,12 +16,24 @@ public enum JSONText {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
+            case _ where isControl(scalar):
                 let hex = String(scalar.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default:
                 out.unicodeScalars.append(scalar)
             }
+        }
+    }
+
+    /// Written as `\uXXXX`, never raw: C0 and C1 controls and DEL (a log
+    /// viewer may take U+0085 NEL as a line break, or U+009B CSI as a
+    /// terminal command), the line and paragraph separators, and the bidi
+    /// controls that reorder what a reader sees. A client chooses request
+    /// paths and header values that reach the log.
+    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x200E, 0x200F, 0x2028...0x202E, 0x2066...0x2069: return true
+        default: return false
         }
     }
 

@@ -47,4 +47,18 @@ import Testing
         let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         #expect(object?["msg"] as? String == "line\nbreak \"quoted\"")
     }
+
+    /// A path from an HTTP/2 client may carry C1 controls (NEL, CSI) and bidi
+    /// overrides: escaped in both formats, never written raw.
+    @Test func c1ControlsAndBidiOverridesAreEscaped() throws {
+        let path = "/api/x\u{9B}2J\u{202E}evil\u{85}next\u{2066}"
+        for format in [LogFormat.json, .text] {
+            let sink = MemoryLogSink()
+            let logger = Logger(label: "gw") { GatewayLogHandler(label: $0, control: LogControl(level: .info, format: format), sink: sink) }
+            logger.warning("request refused", metadata: ["path": "\(path)"])
+            let line = try #require(sink.lines.first)
+            #expect(!line.unicodeScalars.contains { [0x9B, 0x202E, 0x85, 0x2066].contains($0.value) }, "\(format): \(line)")
+            #expect(line.contains("\\u009b2J\\u202eevil\\u0085next\\u2066"), "\(format): \(line)")
+        }
+    }
 }
