@@ -26,7 +26,7 @@ public final class NghttpdFixture: @unchecked Sendable {
 
     public init(
         tls pki: TestPKI? = nil, files: [String: [UInt8]] = NghttpdFixture.standardFiles,
-        trailers: [(String, String)] = NghttpdFixture.standardTrailers
+        trailers: [(String, String)] = NghttpdFixture.standardTrailers, maxConcurrentStreams: Int? = nil
     ) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw SpawnedProcess.Failure(description: "\(Self.binary) is missing: apt-get install nghttp2-server")
@@ -41,6 +41,7 @@ public final class NghttpdFixture: @unchecked Sendable {
         self.tls = pki != nil
         var arguments = ["--address=127.0.0.1", "--htdocs=" + docroot]
         for (name, value) in trailers { arguments.append("--trailer=\(name): \(value)") }
+        if let maxConcurrentStreams { arguments.append("--max-concurrent-streams=\(maxConcurrentStreams)") }
         if let pki {
             arguments += ["0", pki.serverKey, pki.serverCertificate]
         } else {

@@ -987,7 +987,13 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 return lease(route, attempt: 1)
             }
             // The connection is closed or closing: `fail`/`answer` abandoning it again is a no-op.
-            if exchange.responseStarted { fail(http2ErrorCode: error.resetCode) } else { answer(Rejection(error)) }
+            // An upstream's NO_ERROR reset cut this response short: passed on
+            // as NO_ERROR, a client would take the truncated body as whole.
+            if exchange.responseStarted {
+                fail(http2ErrorCode: error.resetCode.map { $0 == 0 ? 0x2 : $0 })
+            } else {
+                answer(Rejection(error))
+            }
         case .draining:
             finish()
         default:

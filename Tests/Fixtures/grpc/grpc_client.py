@@ -147,7 +147,7 @@ def load(stub, args, metadata):
         while time.monotonic() < end:
             i += 1
             try:
-                reply = stub.Say(pb2.EchoRequest(text="w%d-%d" % (n, i), seq=i), metadata=metadata, timeout=10)
+                reply = stub.Say(pb2.EchoRequest(text="w%d-%d" % (n, i), seq=i), metadata=metadata, timeout=args.timeout or 10)
                 good = reply.text == "w%d-%d" % (n, i) and reply.seq == i
                 with lock:
                     counts["ok" if good else "failed"] += 1

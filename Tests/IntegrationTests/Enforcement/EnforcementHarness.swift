@@ -83,6 +83,9 @@ final class EnforcementHarness: @unchecked Sendable {
         /// Redis with `--requirepass`, the gateway given the password as
         /// `store.redis.password: {file: …}` (single server, no TLS).
         var redisPassword: String?
+        /// Event loops of the gateway (1: every client connection shares one
+        /// worker's upstream pools).
+        var workers = 2
     }
 
     static func start(_ options: Options = Options()) async throws -> EnforcementHarness {
@@ -206,7 +209,7 @@ final class EnforcementHarness: @unchecked Sendable {
         }
         let server: GatewayServer
         do {
-            server = try await GatewayServer.start(configPath: configPath, workers: 2, logger: logger)
+            server = try await GatewayServer.start(configPath: configPath, workers: options.workers, logger: logger)
         } catch {
             // A config the gateway refuses must not leave the upstream's
             // listener, Redis and the mock behind for the rest of the run.

@@ -251,6 +251,31 @@ extension Integration {
             try await h.stop()
         }
 
+        /// A connection the server sent GOAWAY to (gRPC's
+        /// `max_connection_age`) but that still carries a long call takes no
+        /// new stream, and must not hold one of the endpoint's connections:
+        /// with `maxConnectionsPerEndpoint: 1`, calls made meanwhile waited
+        /// for the long call to end and ran out of time.
+        @Test func aConnectionClosingAfterGoawayDoesNotBlockNewCalls() async throws {
+            let server = try GRPCServerFixture(maxConnectionAgeMs: 300, graceMs: 30_000)
+            defer { server.stop() }
+            let h = try await H2Upstream.gateway(
+                upstreams: [H2Upstream.upstream("grpc", port: server.port, extra: ", maxConnectionsPerEndpoint: 1")],
+                routes: [H2Upstream.route("Say", mode: "passthrough"), H2Upstream.route("Slow", mode: "passthrough")],
+                workers: 1)
+            async let long = Self.call(h, ["--method", "Slow", "--text", "long", "--seq", "8", "--timeout", "20"])
+            _ = try await server.waitForStats { $0.slowStarted.contains("long") }
+            let load = try await GRPCClient.run(
+                ["load", "--target", h.grpcTarget, "--seconds", "3", "--concurrency", "2", "--timeout", "2"],
+                as: GRPCClient.Load.self, timeout: 120)
+            #expect(load.failed == 0, "\(load.failedCodes) \(load.failedDetails)")
+            #expect(load.ok > 20, "\(load)")
+            let stats = try await server.stats()
+            #expect(stats.peers.count > 1, "no GOAWAY while the long call ran: \(stats.peers)")
+            #expect(try await long.code == "OK")
+            try await h.stop()
+        }
+
         /// 16 concurrent calls on one client connection share upstream
         /// connections (HTTP/2 streams) instead of taking one each.
         @Test func concurrentCallsAreMultiplexedUpstream() async throws {

@@ -139,6 +139,11 @@ extension Integration {
             // The upstream's own code is passed on (gRPC reads CANCEL as CANCELLED).
             let cancel = try await Run.tool("nghttp", ["-v", "\(h.base)/cancel-after-head"])
             #expect(cancel.stdout.contains("error_code=CANCEL(0x08)"), "\(cancel.stdout)")
+            // NO_ERROR on an unfinished response would let the client take the
+            // truncated body as whole: passed on as INTERNAL_ERROR.
+            let noError = try await Run.tool("nghttp", ["-v", "\(h.base)/noerror-after-head"])
+            #expect(noError.stdout.contains("error_code=INTERNAL_ERROR(0x02)"), "\(noError.stdout)")
+            #expect(!noError.stdout.contains("; END_STREAM\n"), "\(noError.stdout)")
             // Before the head: the gateway answers 502 itself.
             let early = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/reset-before-head"])
             #expect(early.stdout.contains(" 502"))

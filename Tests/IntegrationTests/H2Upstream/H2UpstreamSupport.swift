@@ -35,10 +35,11 @@ enum H2Upstream {
     /// The YAML-configured gateway of the enforcement tests (real Redis,
     /// two workers) with these upstreams and routes before its own.
     static func gateway(
-        upstreams: [String], routes: [String], extraTopLevel: String = ""
+        upstreams: [String], routes: [String], extraTopLevel: String = "", workers: Int = 2
     ) async throws -> EnforcementHarness {
-        try await EnforcementHarness.start(
-            .init(extraRoutes: routes, extraUpstreams: upstreams, extraTopLevel: extraTopLevel))
+        var options = EnforcementHarness.Options(extraRoutes: routes, extraUpstreams: upstreams, extraTopLevel: extraTopLevel)
+        options.workers = workers
+        return try await EnforcementHarness.start(options)
     }
 
     /// A route for one method of the echo service (`exact` match).

@@ -47,6 +47,23 @@ extension Integration {
             try await h.stop()
         }
 
+        /// A server whose stream limit (2) is below `maxStreamsPerConnection`
+        /// (100): a new connection takes one stream until the server's
+        /// SETTINGS say how many it takes. Before, a burst put 50 streams on
+        /// it at once, the server refused those past 2, and a fifth of the
+        /// requests ended 502 after their replays went the same way.
+        @Test func aServerWithASmallStreamLimitRefusesNothing() async throws {
+            let nghttpd = try NghttpdFixture(maxConcurrentStreams: 2)
+            defer { nghttpd.stop() }
+            let h = try await H2Upstream.gateway(
+                upstreams: [H2Upstream.upstream("files", port: nghttpd.port)],
+                routes: ["{match: {prefix: /files/}, upstream: files, mode: passthrough}"])
+            let r = try await Run.tool("h2load", ["-n", "100", "-c", "1", "-m", "50", h.base + "/files/hello.txt"], timeout: 120)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout.contains("status codes: 100 2xx"), "\(r.stdout)")
+            try await h.stop()
+        }
+
         /// `h2://` verifies the upstream like `https://`: another CA, or a
         /// name the certificate does not carry, is `502 upstream-unavailable`.
         @Test func anH2UpstreamIsVerified() async throws {

@@ -9,6 +9,7 @@ Paths:
   /ok                200 "ok", then trailers (x-up-trailer: done, x-assertgate-trust: forged)
   /reset-after-head  200 head and 5 bytes, then RST_STREAM(INTERNAL_ERROR)
   /cancel-after-head the same with RST_STREAM(CANCEL)
+  /noerror-after-head the same with RST_STREAM(NO_ERROR), the response unfinished
   /reset-before-head RST_STREAM(INTERNAL_ERROR) at once
   /refuse-once       the first one: GOAWAY naming the stream before it (so it
                      was never processed), then the connection closes; later
@@ -92,6 +93,10 @@ class Conn:
             self.h2.send_headers(sid, [(":status", "200")])
             self.h2.send_data(sid, b"hello")
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+        elif path == "/noerror-after-head":
+            self.h2.send_headers(sid, [(":status", "200")])
+            self.h2.send_data(sid, b"hello")
+            self.h2.reset_stream(sid, h2.errors.ErrorCodes.NO_ERROR)
         elif path == "/reset-before-head":
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
         elif path in ("/refuse-once", "/refuse-once-echo"):

@@ -88,7 +88,14 @@ final class H2EndpointPool {
         }
     }
 
-    private var canOpenConnection: Bool { connections.count + retiring.count + connecting < limits.connections }
+    /// Connections that got a GOAWAY take no new stream: they do not count
+    /// against the limit (a gRPC server's `max_connection_age` with long
+    /// streaming calls would otherwise fill it with connections nobody may
+    /// use), up to as many again.
+    private var canOpenConnection: Bool {
+        connections.count + connecting < limits.connections
+            && connections.count + retiring.count + connecting < 2 * limits.connections
+    }
 
     /// The ready connection with a free slot that is fullest (packing).
     private func roomiest() -> UpstreamH2Connection? {
@@ -136,12 +143,19 @@ final class H2EndpointPool {
         guard !waiters.isEmpty, let config else { return }
         let cap = limits.perClient
         let eligible = waiters.reduce(0) { $0 + (!$1.departed && shares.count($1.client) < cap ? 1 : 0) }
-        let coming = connecting * max(1, config.maxStreamsPerConnection)
+        // A connection waiting for the server's SETTINGS will take more than its one stream.
+        let unsettled = connections.reduce(0) { $0 + ($1.settingsSeen || $1.goingAway ? 0 : 1) }
+        let coming = (connecting + unsettled) * max(1, config.maxStreamsPerConnection)
         guard eligible > coming, canOpenConnection else { return }
         connect(config: config)
     }
 
     // MARK: from connections
+
+    /// The server's SETTINGS arrived: waiters may fit now.
+    func roomChanged(on c: UpstreamH2Connection) {
+        if !waiters.isEmpty { serveWaiters() }
+    }
 
     func streamEnded(on c: UpstreamH2Connection, client: String?) {
         shares.give(client)

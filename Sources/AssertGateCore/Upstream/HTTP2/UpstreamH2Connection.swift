@@ -31,6 +31,11 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     private(set) var granted = 0
     /// The connection is registered with the pool (the handshake is done).
     var isReady = false
+    /// The server's first SETTINGS frame has arrived. Until then its stream
+    /// limit is unknown (nghttp2 assumes ours), so the connection takes one
+    /// stream: a burst granted 100 streams at once was refused past a
+    /// smaller limit, and the replays went the same way.
+    private(set) var settingsSeen = false
     /// A GOAWAY came, a reload retired it, or stream ids ran out: no new stream.
     private(set) var goingAway = false
     private(set) var isClosed = false
@@ -56,7 +61,7 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     }
 
     /// Streams this connection may carry at once: ours and the server's limit.
-    var capacity: Int { min(maxStreams, session.remoteMaxConcurrentStreams) }
+    var capacity: Int { settingsSeen ? min(maxStreams, session.remoteMaxConcurrentStreams) : 1 }
     var hasRoom: Bool { isReady && !goingAway && !closing && !isClosed && granted < capacity }
     var isIdle: Bool { granted == 0 }
 
@@ -299,7 +304,11 @@ final class UpstreamH2Connection: ChannelInboundHandler {
             retire()
         case .pingAcked:
             pingSentAt = nil
-        case .head, .headerBlockStarted, .headerBlockEnded, .drained, .trailersTooLarge, .settingsReceived, .pingReceived,
+        case .settingsReceived:
+            // The first tells the real limit; a later one may raise it.
+            settingsSeen = true
+            endpoint.roomChanged(on: self)
+        case .head, .headerBlockStarted, .headerBlockEnded, .drained, .trailersTooLarge, .pingReceived,
             .emptyDataReceived, .resetReceived, .resetForPeerError:
             break
         }
