@@ -118,7 +118,12 @@ extension Integration {
                 let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/hello"])
                 #expect(r.stdout == TestUpstream.hello)
             }
-            #expect(upstreamPort.requests.count == 4)
+            // A POST too: nothing of it reached the endpoint that refused the connect.
+            for _ in 0..<2 {
+                let post = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-d", "payload", "\(h.base)/hello"])
+                #expect(post.stdout == TestUpstream.hello, "\(post.stdout) \(post.stderr)")
+            }
+            #expect(upstreamPort.requests.count == 6)
             try await h.stop()
             try await upstreamPort.stop()
         }

@@ -806,7 +806,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     func upstreamLeaseFailed(_ error: UpstreamError) {
         guard case .leasing(let route, let attempt) = stage else { return }
         let endpoints = route.resolvedUpstream?.config.endpoints.count ?? 0
-        if error.isConnectFailure, attempt + 1 < max(2, endpoints), isIdempotent {
+        // A failed connect sent nothing: any method may go to the next
+        // endpoint (as nginx's proxy_next_upstream does; a gRPC call is a POST).
+        if error.isConnectFailure, attempt + 1 < max(2, endpoints) {
             worker.logger.debug("retrying upstream connect", metadata: ["requestId": "\(request.requestId)"])
             return lease(route, attempt: attempt + 1)
         }
