@@ -513,7 +513,7 @@ struct ConfigSectionParser {
                 reader.error(at: n, "\(path).maxBodyBytes: \(SizeParser.format(maxBody)) exceeds \(limitKey) (\(SizeParser.format(maxRequestBody)))")
             }
             let onStoreError = reader.oneOf(view, "onStoreError", StoreErrorAction.self)
-            let maxRisk = reader.int(view, "maxRiskMetric", min: 0)
+            let maxRisk = reader.int(view, "maxRiskMetric", min: 0, max: Int(ConfigReader.maxNumber))
             let forward = reader.bool(view, "forwardAssertionHeaders")
             let rules = view["rules"].flatMap { parseRules($0, path: "\(path).rules", routeLevel: true) }
             if rules != nil, mode == .passthrough, let n = view["rules"] {
@@ -617,7 +617,7 @@ struct ConfigSectionParser {
     func parseLimits(_ node: Node) -> LimitsConfig {
         var l = LimitsConfig()
         guard let view = reader.mapping(node, path: "limits", section: .limits) else { return l }
-        if let n = reader.int(view, "maxConcurrentStreams", min: 1, max: Int(Int32.max)) { l.maxConcurrentStreams = n }
+        if let n = reader.int(view, "maxConcurrentStreams", min: 1, max: Int(ConfigReader.maxNumber)) { l.maxConcurrentStreams = n }
         if let n = reader.size(view, "maxHeaderListBytes", min: 1024, max: 8 << 20) { l.maxHeaderListBytes = n }
         if let n = reader.size(view, "maxRequestBodyBytes") { l.maxRequestBodyBytes = n }
         if let r = view["streamResetRate"].flatMap({ rateConfig($0, path: "limits.streamResetRate") }) {

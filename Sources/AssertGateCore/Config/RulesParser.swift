@@ -39,8 +39,8 @@ extension ConfigSectionParser {
                 reader.error(at: n, "\(view.path("keyPolicy")): expected macos-full-security (the only policy a rule can require), got '\(text)'")
             }
         }
-        set.maxUserKeys = reader.int(view, "maxUserKeys", min: 1)
-        set.maxRiskMetric = reader.int(view, "maxRiskMetric", min: 0)
+        set.maxUserKeys = reader.int(view, "maxUserKeys", min: 1, max: Int(ConfigReader.maxNumber))
+        set.maxRiskMetric = reader.int(view, "maxRiskMetric", min: 0, max: Int(ConfigReader.maxNumber))
         if let n = view["deviceBits"] {
             if routeLevel {
                 set.deviceBits = deviceBits(n, path: view.path("deviceBits"))

@@ -14,7 +14,7 @@ public final class GatewayMetrics: Sendable {
     public let upstreamRequestDuration: MetricFamilyOf<Histogram>
     /// `assertgate_enforcement_duration_seconds{mode}` (`enforce`, `monitor`)
     public let enforcementDuration: MetricFamilyOf<Histogram>
-    /// `assertgate_open_connections{protocol}` (`http1`, `h2`)
+    /// `assertgate_open_connections{protocol}` (`http/1.1`, `h2`)
     public let openConnections: MetricFamilyOf<Gauge>
     /// `assertgate_open_streams`
     public let openStreams: Gauge

@@ -293,10 +293,33 @@ extension Integration {
             let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/freeze"])
             let took = Date().timeIntervalSince(started)
             // PING after 2 s of silence, no ACK within 300 ms: the connection is
-            // given up (502), not waited on until the 4 s response timeout (504).
+            // given up, not waited on until the 4 s response timeout (504). A
+            // bodiless GET is sent once more on a fresh connection, which
+            // freezes too: 502 after two such rounds.
             #expect(r.stdout.contains(" 502"), "\(r.stdout)")
-            #expect(took > 1.9 && took < 3.5, "took \(took) s")
+            #expect(took > 3.8 && took < 6.5, "took \(took) s")
+            #expect(try await Self.stats(up).connections == 3)  // two frozen, and this one
             try await h.stop()
+        }
+
+        /// A server that died without a GOAWAY (the connection just closes,
+        /// nothing of the response came): a bodiless GET is sent again on a
+        /// new connection, as on a stale HTTP/1.1 connection; a POST is not.
+        @Test func aLostConnectionIsReplayedOnlyForABodilessIdempotentRequest() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)
+            let get = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/drop-once"])
+            #expect(get.stdout == "second", "\(get.stdout) \(get.stderr)")
+            try await h.stop()
+
+            let up2 = try Self.upstream()
+            defer { up2.stop() }
+            let h2 = try await Self.gateway(up2)
+            let post = try await Run.tool(
+                "curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "-d", "x", "\(h2.base)/drop-once"])
+            #expect(post.stdout.contains(" 502"), "\(post.stdout)")
+            try await h2.stop()
         }
 
         /// `maxConnectionsPerClient` counts streams on an HTTP/2 upstream: an

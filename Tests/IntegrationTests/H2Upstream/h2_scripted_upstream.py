@@ -18,6 +18,8 @@ Paths:
                      request body, and no RST_STREAM (RFC 9113 §8.1 makes it
                      optional): the body is read and dropped
   /refuse-once-echo  refused like /refuse-once (the same once), then /echo
+  /drop-once         the first one: the connection is closed with no GOAWAY
+                     (a server that died); later ones: 200 "second"
   /slow              200 "ok" after 50 ms
   /freeze            this connection stops reading and writing (no PING ACK)
   /hang              never answered (counted); a RST_STREAM for it is counted
@@ -36,6 +38,7 @@ import h2.events
 
 STATS = {"connections": 0, "resets": 0, "maxConcurrent": 0, "hangs": 0}
 REFUSED = False
+DROPPED = False
 
 
 class Conn:
@@ -75,7 +78,7 @@ class Conn:
             self.h2.end_stream(sid)
 
     def answer(self, sid):
-        global REFUSED
+        global REFUSED, DROPPED
         req = self.requests[sid]
         path = req["headers"].get(":path", "").lower()  # as Express reads paths
         if path == "/echo":
@@ -109,6 +112,13 @@ class Conn:
             if path == "/refuse-once-echo":
                 req["headers"][":path"] = "/echo"
                 return self.answer(sid)
+            self.h2.send_headers(sid, [(":status", "200")])
+            self.send_body(sid, b"second", True)
+        elif path == "/drop-once":
+            if not DROPPED:
+                DROPPED = True
+                self.writer.close()
+                return
             self.h2.send_headers(sid, [(":status", "200")])
             self.send_body(sid, b"second", True)
         elif path == "/slow":

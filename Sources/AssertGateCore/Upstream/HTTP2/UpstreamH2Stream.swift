@@ -103,7 +103,14 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
         connection.cancel(self)
     }
 
-    func mayReplay(after error: UpstreamError) -> Bool { error == .refusedStream && !responseStarted }
+    /// Refused unprocessed (GOAWAY, `REFUSED_STREAM`), or the connection was
+    /// lost before any of the response came: the pipeline decides which
+    /// requests go again (a lost connection: bodiless idempotent ones, once,
+    /// as on a stale HTTP/1.1 connection; a dead idle connection is not
+    /// pinged, so its first streams find out this way).
+    func mayReplay(after error: UpstreamError) -> Bool {
+        (error == .refusedStream || error == .connectionLost) && !responseStarted
+    }
 
     private func armResponseDeadline() {
         if !responseStarted, responseDeadline == nil {
