@@ -355,6 +355,18 @@ extension Integration {
             try await h.stop()
         }
 
+        /// Two Host fields (RFC 9112 §3.2): 400, nothing sent upstream, where
+        /// an upstream choosing a site by Host might have read the other one.
+        @Test func twoHostFieldsAreRefused() async throws {
+            let h = try await Harness.start(threads: 1)
+            let r = try await Self.run([
+                "h1-raw", String(h.port), "GET /hello HTTP/1.1\\r\\nHost: a.example\\r\\nHost: b.example\\r\\n\\r\\n",
+            ])
+            #expect(r["status"] as? Int == 400, "\(r)")
+            #expect(h.upstream.requests.isEmpty)
+            try await h.stop()
+        }
+
         /// Addresses only the gateway could know and does not set never come
         /// from the client: `X-Real-IP`, `X-Forwarded-Host`, `X-Forwarded-Port`.
         @Test func addressHeadersTheGatewayDoesNotSetAreRemoved() async throws {

@@ -241,6 +241,62 @@ extension Integration {
             try await h.stop()
         }
     
+        /// An `Upgrade` request stops NIO's parser for the connection: answered
+        /// as a plain request, then the connection closes, and nothing sent
+        /// after it is read (before: kept open, every byte buffered unparsed,
+        /// 2.4 GB in 8 s from one client).
+        @Test func anUpgradeRequestIsAnsweredAndTheConnectionClosed() async throws {
+            let h = try await Harness.start()
+            let script = """
+                import socket, sys
+                s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+                s.sendall(b"GET /hello HTTP/1.1\\r\\nHost: x\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\n\\r\\n")
+                s.sendall(b"x" * 65536)
+                got = b""
+                while True:
+                    try:
+                        part = s.recv(65536)
+                    except socket.timeout:
+                        print("OPEN " + got.decode(errors="replace").replace("\\r\\n", "|")); sys.exit()
+                    if not part: break
+                    got += part
+                print("CLOSED " + got.decode(errors="replace").replace("\\r\\n", "|"))
+                """
+            let r = try await Run.tool("python3", ["-c", script, String(h.port)])
+            #expect(r.stdout.hasPrefix("CLOSED HTTP/1.1 200"), "\(r.stdout) \(r.stderr)")
+            #expect(r.stdout.lowercased().contains("connection: close"), "\(r.stdout)")
+            try await h.stop()
+        }
+
+        /// Pipelined requests from a client that never reads its answers: the
+        /// gateway stops taking requests once the connection stops draining
+        /// (before: each was answered into an ever-growing write buffer, 3.3 GB
+        /// in 15 s from one connection). 2,000 requests for 48 KB answers; the
+        /// upstream sees only those that fit the socket buffers.
+        @Test func pipelinedRequestsStopWhileTheClientDoesNotRead() async throws {
+            let upstream = try await TestUpstream()
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: upstream.port)])
+            let script = """
+                import socket, sys, time
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.connect(("127.0.0.1", int(sys.argv[1])))
+                s.setblocking(False)
+                request = b"GET /download?bytes=48000 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"
+                data = request * 2000; sent = 0; end = time.monotonic() + 4
+                while sent < len(data) and time.monotonic() < end:
+                    try: sent += s.send(data[sent:])
+                    except BlockingIOError: time.sleep(0.01)
+                time.sleep(2)
+                print(sent // len(request))
+                """
+            let r = try await Run.tool("python3", ["-c", script, String(h.port)])
+            let seen = upstream.requests.count
+            #expect(seen < 500, "the upstream saw \(seen) of the \(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) requests sent")
+            try await h.stop()
+            try await upstream.stop()
+        }
+
         @Test func staleKeepAliveConnectionIsReplayedOverHTTP1() async throws {
             let h = try await Harness.start()
             // Both requests on one client connection → one worker → the same pooled upstream connection.

@@ -26,6 +26,11 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     private var unconsumed = 0
     private var readsPaused = false
     private var pendingRead = false
+    /// An `Upgrade` request: NIO's parser reads nothing after it (its body
+    /// included), and every byte read would pile up unparsed. From its end
+    /// on reads stay off; the connection closes after the answer.
+    private var upgradeRequested = false
+    private var parserStopped = false
     /// Answered and closing while the client is still sending its body: the
     /// rest is read and dropped (bounded) so the close does not turn into a
     /// TCP reset that destroys the answer before the client reads it.
@@ -74,7 +79,12 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if lingering { return }
         let part = unwrapInboundIn(data)
-        if case .head = part, pipeline != nil {
+        if case .head = part, pipeline != nil || !context.channel.isWritable {
+            // Another request while one runs, or while the client is not
+            // taking the answers already written (pipelined requests from a
+            // client that never reads): held, and nothing more is read, until
+            // the connection drains.
+            if !context.channel.isWritable { readsPaused = true }
             deferred.append(.part(part))
             return
         }
@@ -101,6 +111,10 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             pipeline.receiveBody(buffer)
         case .end:
             requestComplete = true
+            if upgradeRequested {
+                parserStopped = true
+                readsPaused = true
+            }
             if discardingRequest {
                 discardingRequest = false
                 return
@@ -125,11 +139,14 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         // after a CONNECT head, and a length read two ways lets a request ride
         // inside a body. Answered 400 and the connection closed.
         // (The intake frames a Content-Length it cannot read as none.)
+        // Two Host fields (RFC 9112 §3.2: answered 400): an upstream that picks
+        // a site by Host could read the other one than the gateway logged.
         let refusedFraming: Rejection? =
             head.method == .CONNECT
             ? Rejection(.malformedRequest, "CONNECT is not proxied")
             : body.framing == .none && head.headers.contains(name: "content-length")
-                ? Rejection(.malformedRequest, "Content-Length is not a number") : nil
+                ? Rejection(.malformedRequest, "Content-Length is not a number")
+                : head.headers["host"].count > 1 ? Rejection(.malformedRequest, "more than one Host field") : nil
         if let refusedFraming {
             keepAlive = false
             discardingRequest = true
@@ -145,6 +162,14 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             return
         }
         requestHasBody = !body.isEmpty
+        if head.headers.contains(name: "upgrade"),
+            head.headers[canonicalForm: "connection"].contains(where: { ASCII.equalsCI(String($0), "upgrade") })
+        {
+            // Answered as a plain request (the gateway upgrades to nothing);
+            // the parser stops after it, so nothing more is read.
+            upgradeRequested = true
+            keepAlive = false
+        }
         if requestHasBody,
             request.headers[canonicalForm: "expect"].contains(where: { ASCII.equalsCI(String($0), "100-continue") }),
             let context
@@ -245,7 +270,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
                 deferred.removeAll()
                 return
             }
-            if case .part(.head) = next, pipeline != nil { return }
+            if case .part(.head) = next, pipeline != nil || !context.channel.isWritable { return }
             deferred.removeFirst()
             switch next {
             case .part(let part): handle(part)
@@ -255,6 +280,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     }
 
     private func resumeReads() {
+        if parserStopped { return }
         readsPaused = false
         if lingering, let context {
             // Keep draining the rest of the refused body.
@@ -283,6 +309,9 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             writeStallTimer?.cancel()
             writeStallTimer = nil
             pipeline?.downstreamDrained()
+            if pipeline == nil, !deferred.isEmpty { replayDeferred() }
+            // Reads held for the drain (and not for a body backlog) go on.
+            if readsPaused, unconsumed < Self.lowWater, !responding { resumeReads() }
         } else if writeStallTimer == nil {
             // The client stopped taking bytes: give it `streamWriteTimeout`, then
             // close (the pipeline releases its upstream connection).

@@ -220,13 +220,35 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             // A chunk past the limit is dropped: its bytes are given back.
             guard checkStreamLimit() else { return sink.requestBodyConsumed(n) }
             bodyHeld += n
-            pendingBody.append(buffer)
+            holdBody(buffer)
         case .forwarding(let conn):
             guard checkStreamLimit() else { return sink.requestBodyConsumed(n) }
             bodyHeld += n
             writeBody(buffer, to: conn)
         }
     }
+
+    /// Held while the gate decides or a connection comes: a small chunk joins
+    /// the one before. Flow control counts bytes, not chunks, so a client
+    /// sending 1-byte DATA frames or chunks made each a buffer of its own,
+    /// about 130 times its size: a full window cost 130 MiB.
+    private func holdBody(_ buffer: ByteBuffer) {
+        if buffer.readableBytes < Self.smallChunk, !pendingBody.isEmpty {
+            let last = pendingBody.count - 1
+            if pendingBody[last].readableBytes < Self.joinedChunk {
+                var chunk = buffer
+                pendingBody[last].writeBuffer(&chunk)
+                return
+            }
+        }
+        pendingBody.append(buffer)
+    }
+
+    static let smallChunk = 4096
+    static let joinedChunk = 16384
+
+    /// Buffers held for the body (tests).
+    var heldBodyBuffers: Int { pendingBody.count }
 
     /// The front end could not read the body (an invalid chunk): `400
     /// malformed-request`, and an upstream that already has the head is

@@ -252,7 +252,7 @@ final class EndpointPool {
         config offered: UpstreamConfig, generation: UInt64, tls: UpstreamTLS?, client: String?,
         responseTimeout: TimeAmount, delegate: UpstreamExchangeDelegate, now: NIODeadline
     ) {
-        let config = adopt(offered, generation: generation)
+        adopt(offered, generation: generation)
         if let newer = UpstreamTLS.replacing(self.tls, with: tls, on: endpoint) {
             self.tls = newer
             for c in idle { c.close() }  // busy ones close when they come back
@@ -270,7 +270,7 @@ final class EndpointPool {
             return
         }
         if total < limits.connections {
-            connect(config: config, client: client, responseTimeout: responseTimeout, delegate: delegate)
+            connect(config: self.config ?? offered, client: client, responseTimeout: responseTimeout, delegate: delegate)
         } else {
             // No free connection for this request: the pool is exhausted from now
             // until one is free again (`checkExhaustion`).
@@ -285,13 +285,14 @@ final class EndpointPool {
     /// never brings back limits the reload replaced. Lowered connection
     /// limits close idle connections over them at once, busy ones when they
     /// come back (`release`).
-    private func adopt(_ offered: UpstreamConfig, generation: UInt64) -> UpstreamConfig {
-        guard generation >= configGeneration || config == nil else { return config ?? offered }
+    /// The same generation again (every request between reloads) changes
+    /// nothing and copies nothing; 0 (tests that name none) always adopts.
+    private func adopt(_ offered: UpstreamConfig, generation: UInt64) {
+        guard generation > configGeneration || generation == 0 || config == nil else { return }
         configGeneration = generation
         config = offered
         limits = PoolLimits(offered)
         while total > limits.connections, let c = idle.last { c.close() }
-        return offered
     }
 
     /// The request waits for a connection: until its response timeout, at

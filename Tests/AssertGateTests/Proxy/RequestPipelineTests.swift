@@ -176,6 +176,26 @@ final class ScriptedGate: RequestGate {
         #expect(s?.upstream == "u")
     }
 
+    /// 1-byte chunks held while the gate decides are joined: a window's worth
+    /// costs about its bytes, not a buffer each (130 times their size).
+    @Test func smallChunksHeldForTheGateAreJoined() throws {
+        let f = Fixture()
+        let p = f.pipeline("POST", framing: .chunked)
+        p.start()
+        if case .deciding = p.stage {} else { Issue.record("expected deciding, got \(p.stage)") }
+        for i in 0..<20_000 {
+            p.receiveBody(ByteBuffer(string: String(UnicodeScalar(UInt8(97 + i % 26)))))
+        }
+        #expect(p.heldBodyBuffers <= 2, "\(p.heldBodyBuffers) buffers")
+        // A large chunk is kept as it came.
+        p.receiveBody(ByteBuffer(repeating: 0x41, count: 8192))
+        #expect(p.heldBodyBuffers <= 3)
+        p.downstreamAborted()
+        try #require(f.gate.pending).succeed(.forward(.none))
+        f.loop.run()
+        #expect(f.sink.finished == 1)
+    }
+
     @Test func clientLeavingWhileTheGateWorksEndsWithoutAnAnswer() throws {
         let f = Fixture()
         let p = f.pipeline("GET")

@@ -77,7 +77,7 @@ final class H2EndpointPool {
     /// snapshot never brings back the limits a reload replaced. Connections
     /// over a lowered limit are retired (their streams finish there).
     private func adopt(_ offered: UpstreamConfig, generation: UInt64) {
-        guard generation >= configGeneration || config == nil else { return }
+        guard generation > configGeneration || generation == 0 || config == nil else { return }
         configGeneration = generation
         config = offered
         limits = PoolLimits(offered)
