@@ -220,7 +220,7 @@ final class EndpointPool {
     /// new connections are made with, and its limits and timeouts.
     private var config: UpstreamConfig?
     private var limits = PoolLimits()
-    private var configGeneration: UInt64 = 0
+    private var configGeneration = ConfigGeneration()
     /// `https://`: the newest TLS settings a lease brought; new connections
     /// use them. Newer settings (a reload) retire the connections made with
     /// older ones; a lease from a request still on the older configuration
@@ -279,17 +279,11 @@ final class EndpointPool {
         }
     }
 
-    /// A request keeps the snapshot it started on and may lease long after
-    /// a reload (a bound body, a store call, a retry): only a configuration
-    /// at least as new as the pool's replaces its limits, so a late lease
-    /// never brings back limits the reload replaced. Lowered connection
-    /// limits close idle connections over them at once, busy ones when they
-    /// come back (`release`).
-    /// The same generation again (every request between reloads) changes
-    /// nothing and copies nothing; 0 (tests that name none) always adopts.
+    /// Only a newer configuration replaces the pool's (`ConfigGeneration`).
+    /// Lowered connection limits close idle connections over them at once,
+    /// busy ones when they come back (`release`).
     private func adopt(_ offered: UpstreamConfig, generation: UInt64) {
-        guard generation > configGeneration || generation == 0 || config == nil else { return }
-        configGeneration = generation
+        guard configGeneration.takes(generation) else { return }
         config = offered
         limits = PoolLimits(offered)
         while total > limits.connections, let c = idle.last { c.close() }

@@ -40,7 +40,7 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
         return try await promise.futureResult.get()
     }
 
-    private func makePool(_ loop: EventLoop) -> NIOLoopBoundBox<UpstreamPool> {
+    func makePool(_ loop: EventLoop) -> NIOLoopBoundBox<UpstreamPool> {
         NIOLoopBoundBox.makeBoxSendingValue(UpstreamPool(eventLoop: loop, logger: Logger(label: "t")), eventLoop: loop)
     }
 
@@ -155,7 +155,7 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
         let open = NIOLockedValueBox(0)
     }
 
-    private func silentListener(_ group: EventLoopGroup, _ counter: Counter) async throws -> Channel {
+    func silentListener(_ group: EventLoopGroup, _ counter: Counter) async throws -> Channel {
         try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
                 counter.accepted.withLockedValue { $0 += 1 }
@@ -166,61 +166,74 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
             .bind(host: "127.0.0.1", port: 0).get()
     }
 
+    /// A pool on a silent listener, with the configuration before a reload
+    /// (`before`: `from` connections) and after it (`newer`: `to`).
+    struct LimitsFixture {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop: EventLoop
+        let counter = Counter()
+        let listener: Channel
+        let bound: NIOLoopBoundBox<UpstreamPool>
+        let endpoint: UpstreamEndpoint
+        let holder: NIOLoopBoundBox<Holder>
+        let before: UpstreamConfig
+        let newer: UpstreamConfig
+
+        init(from: Int, to: Int, test: UpstreamPoolTests) async throws {
+            loop = group.next()
+            listener = try await test.silentListener(group, counter)
+            endpoint = UpstreamEndpoint(host: "127.0.0.1", port: try #require(listener.localAddress?.port))
+            bound = test.makePool(loop)
+            holder = NIOLoopBoundBox.makeBoxSendingValue(Holder(), eventLoop: loop)
+            var config = UpstreamConfig(endpoints: [endpoint])
+            config.maxConnectionsPerEndpoint = from
+            before = config
+            config.maxConnectionsPerEndpoint = to
+            newer = config
+        }
+
+        /// Until `n` leases were granted (the connects are real).
+        func waitForLeases(_ n: Int) async throws {
+            let holder = self.holder
+            for _ in 0..<500 where try await loop.submit({ holder.value.leased.count }).get() < n {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+
+        func stop() async throws {
+            try await listener.close()
+            try await group.shutdownGracefully()
+        }
+    }
+
     /// A request on the snapshot before a reload leases after it (a bound
     /// body, a store call): its older, larger limit must not come back.
     @Test func aLateLeaseFromAnOlderSnapshotKeepsTheNewerLimits() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let loop = group.next()
-        let counter = Counter()
-        let listener = try await silentListener(group, counter)
-        let port = try #require(listener.localAddress?.port)
-        let bound = makePool(loop)
-        let endpoint = UpstreamEndpoint(host: "127.0.0.1", port: port)
-        var older = UpstreamConfig(endpoints: [endpoint])
-        older.maxConnectionsPerEndpoint = 8
-        var lowered = older
-        lowered.maxConnectionsPerEndpoint = 1
-        let (newer, before) = (lowered, older)
-        let holder = NIOLoopBoundBox.makeBoxSendingValue(Holder(), eventLoop: loop)
-        try await loop.submit {
+        let f = try await LimitsFixture(from: 8, to: 1, test: self)
+        let (bound, holder, before, newer) = (f.bound, f.holder, f.before, f.newer)
+        try await f.loop.submit {
             bound.value.lease(name: "u", config: newer, generation: 2, tls: nil, delegate: holder.value)
             for _ in 0..<4 {
                 bound.value.lease(name: "u", config: before, generation: 1, tls: nil, delegate: holder.value)
             }
         }.get()
-        for _ in 0..<200 where try await loop.submit({ holder.value.leased.count }).get() < 1 {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(try await loop.submit { holder.value.leased.count }.get() == 1)
-        #expect(try await loop.submit { bound.value.waiterCount }.get() == 4, "the older limit (8) let them connect")
-        #expect(counter.accepted.withLockedValue { $0 } == 1)
-        try await listener.close()
-        try await group.shutdownGracefully()
+        try await f.waitForLeases(1)
+        #expect(try await f.loop.submit { holder.value.leased.count }.get() == 1)
+        #expect(try await f.loop.submit { bound.value.waiterCount }.get() == 4, "the older limit (8) let them connect")
+        #expect(f.counter.accepted.withLockedValue { $0 } == 1)
+        try await f.stop()
     }
 
     /// A reload that lowers `maxConnectionsPerEndpoint` shrinks the pool:
     /// idle connections over the limit close at the next lease, busy ones
     /// when they come back.
     @Test func aLoweredLimitClosesConnectionsOverIt() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let loop = group.next()
-        let counter = Counter()
-        let listener = try await silentListener(group, counter)
-        let port = try #require(listener.localAddress?.port)
-        let bound = makePool(loop)
-        let endpoint = UpstreamEndpoint(host: "127.0.0.1", port: port)
-        var older = UpstreamConfig(endpoints: [endpoint])
-        older.maxConnectionsPerEndpoint = 4
-        var lowered = older
-        lowered.maxConnectionsPerEndpoint = 1
-        let (newer, before) = (lowered, older)
-        let holder = NIOLoopBoundBox.makeBoxSendingValue(Holder(), eventLoop: loop)
+        let f = try await LimitsFixture(from: 4, to: 1, test: self)
+        let (bound, holder, before, newer, endpoint, loop, counter) = (f.bound, f.holder, f.before, f.newer, f.endpoint, f.loop, f.counter)
         try await loop.submit {
             for _ in 0..<4 { bound.value.lease(name: "u", config: before, generation: 1, tls: nil, delegate: holder.value) }
         }.get()
-        for _ in 0..<200 where try await loop.submit({ holder.value.leased.count }).get() < 4 {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await f.waitForLeases(4)
         // Three come back and idle; one stays busy across the reload.
         let idle = try await loop.submit {
             let pool = bound.value.endpointPool(upstream: "u", endpoint)
@@ -249,7 +262,6 @@ final class LeaseRecorder: UpstreamExchangeDelegate {
         for _ in 0..<200 where counter.open.withLockedValue({ $0 }) > 1 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(counter.open.withLockedValue { $0 } == 1)
         #expect(counter.accepted.withLockedValue { $0 } == 4)
-        try await listener.close()
-        try await group.shutdownGracefully()
+        try await f.stop()
     }
 }

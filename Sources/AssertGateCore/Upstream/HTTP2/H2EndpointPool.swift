@@ -25,7 +25,7 @@ final class H2EndpointPool {
     /// new connections are made with, and its limits and timeouts.
     private var config: UpstreamConfig?
     private var limits = PoolLimits()
-    private var configGeneration: UInt64 = 0
+    private var configGeneration = ConfigGeneration()
     private var tls: UpstreamTLS?
     private var ejection = EndpointEjection()
     private var loggedConnectFailure = false
@@ -77,8 +77,7 @@ final class H2EndpointPool {
     /// snapshot never brings back the limits a reload replaced. Connections
     /// over a lowered limit are retired (their streams finish there).
     private func adopt(_ offered: UpstreamConfig, generation: UInt64) {
-        guard generation > configGeneration || generation == 0 || config == nil else { return }
-        configGeneration = generation
+        guard configGeneration.takes(generation) else { return }
         config = offered
         limits = PoolLimits(offered)
         var surplus = connections.count + connecting - limits.connections
