@@ -630,8 +630,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         }
         upstreamSendTimeout = responseTimeout ?? resolved.config.responseTimeout
         worker.upstreams.lease(
-            name: route.upstream, config: resolved.config, generation: resolved.generation, tls: resolved.tls,
-            client: request.clientAddress, responseTimeout: responseTimeout, delegate: self)
+            name: route.upstream, upstream: resolved, client: request.clientAddress, responseTimeout: responseTimeout,
+            delegate: self)
     }
 
     private func writeBody(_ buffer: ByteBuffer, to conn: any UpstreamExchange) {

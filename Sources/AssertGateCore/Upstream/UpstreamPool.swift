@@ -108,28 +108,40 @@ final class UpstreamPool {
         return pool(eps[start % eps.count])
     }
 
-    /// `tls`: how the upstream's `https://` endpoints are reached (the request's snapshot's).
+    /// `upstream`: the request's snapshot's (its TLS and generation too: an
+    /// endpoint pool keeps the newest configuration it was leased with).
+    /// Read through the class, the configuration is never copied per request.
     /// `client`: the downstream client's address, for `maxConnectionsPerClient`.
-    /// `generation`: the request's snapshot's (`GatewaySnapshot.generation`);
-    /// an endpoint pool keeps the newest configuration it was leased with.
     func lease(
-        name: String, config: UpstreamConfig, generation: UInt64 = 0, tls: UpstreamTLS?, client: String? = nil,
-        responseTimeout: TimeAmount? = nil, delegate: UpstreamExchangeDelegate
+        name: String, upstream: ResolvedUpstream, client: String? = nil, responseTimeout: TimeAmount? = nil,
+        delegate: UpstreamExchangeDelegate
     ) {
-        guard !config.endpoints.isEmpty else {
+        guard !upstream.config.endpoints.isEmpty else {
             delegate.upstreamLeaseFailed(.noEndpoints)
             return
         }
         let now = NIODeadline.now()
-        let timeout = responseTimeout ?? config.responseTimeout
+        let timeout = responseTimeout ?? upstream.config.responseTimeout
         // Neither pick is nil: there is an endpoint.
-        if config.isHTTP2 {
-            pickH2Endpoint(name: name, config: config, now: now)?.lease(
-                config: config, generation: generation, tls: tls, client: client, responseTimeout: timeout, delegate: delegate, now: now)
+        if upstream.config.isHTTP2 {
+            pickH2Endpoint(name: name, config: upstream.config, now: now)?.lease(
+                config: upstream.config, generation: upstream.generation, tls: upstream.tls, client: client,
+                responseTimeout: timeout, delegate: delegate, now: now)
         } else {
-            pickEndpoint(name: name, config: config, now: now)?.lease(
-                config: config, generation: generation, tls: tls, client: client, responseTimeout: timeout, delegate: delegate, now: now)
+            pickEndpoint(name: name, config: upstream.config, now: now)?.lease(
+                config: upstream.config, generation: upstream.generation, tls: upstream.tls, client: client,
+                responseTimeout: timeout, delegate: delegate, now: now)
         }
+    }
+
+    /// The same for tests that have no snapshot (`generation` 0: always adopted).
+    func lease(
+        name: String, config: UpstreamConfig, generation: UInt64 = 0, tls: UpstreamTLS?, client: String? = nil,
+        responseTimeout: TimeAmount? = nil, delegate: UpstreamExchangeDelegate
+    ) {
+        lease(
+            name: name, upstream: ResolvedUpstream(config: config, tls: tls, generation: generation), client: client,
+            responseTimeout: responseTimeout, delegate: delegate)
     }
 
     /// Requests waiting in this worker's endpoint pools (tests).
