@@ -355,6 +355,20 @@ extension Integration {
             try await h.stop()
         }
 
+        /// `Expect: 100-continue` on a request answered from its head (a body
+        /// announced over the limit): the answer comes first, no `100
+        /// Continue` invites a body the gateway would read and drop.
+        @Test func aRequestRefusedFromItsHeadIsNotInvitedToSendItsBody() async throws {
+            let h = try await Harness.start(threads: 1)
+            let r = try await Self.run([
+                "h1-raw", String(h.port),
+                "POST /upload HTTP/1.1\\r\\nHost: t\\r\\nContent-Length: 999999999999\\r\\nExpect: 100-continue\\r\\n\\r\\n",
+            ])
+            #expect(r["status"] as? Int == 413, "\(r)")
+            #expect(h.upstream.requests.isEmpty)
+            try await h.stop()
+        }
+
         /// Two Host fields (RFC 9112 §3.2): 400, nothing sent upstream, where
         /// an upstream choosing a site by Host might have read the other one.
         @Test func twoHostFieldsAreRefused() async throws {

@@ -170,19 +170,22 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             upgradeRequested = true
             keepAlive = false
         }
-        if requestHasBody,
-            request.headers[canonicalForm: "expect"].contains(where: { ASCII.equalsCI(String($0), "100-continue") }),
-            let context
-        {
-            // The gateway streams the body itself: invite it now instead of making the
-            // client wait for an upstream that never sees the Expect header.
-            let interim = HTTPResponseHead(version: .http1_1, status: .continue)
-            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
-        }
+        let expectsContinue =
+            requestHasBody
+            && request.headers[canonicalForm: "expect"].contains(where: { ASCII.equalsCI(String($0), "100-continue") })
         // Handed over, not copied (see HTTP2ServerConnection.startRequest).
         let p = RequestPipeline(request: consume request, body: body, sink: self, worker: worker, refusal: consume refusal)
         pipeline = p
         p.start()
+        // The gateway streams the body itself: invite it instead of making the
+        // client wait for an upstream that never sees the Expect header, but
+        // only once the head has passed: a request answered from its head
+        // (413 for its length, 401 without an assertion) gets no invitation
+        // to send a body that would be read and dropped.
+        if expectsContinue, !responding, pipeline === p, let context {
+            let interim = HTTPResponseHead(version: .http1_1, status: .continue)
+            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+        }
     }
 
     // MARK: ResponseSink
