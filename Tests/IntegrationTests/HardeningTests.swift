@@ -159,6 +159,20 @@ extension Integration {
 
         // MARK: 2. clients that stop taking their response
 
+        /// A window opened one byte every 100 ms: the stream is never quiet,
+        /// but takes far less than 1 KiB/s, so it is reset after
+        /// `streamWriteTimeout` (before: held, with its upstream connection,
+        /// for as long as the client liked).
+        @Test func aStreamTrickledOpenAByteAtATimeIsReset() async throws {
+            let h = try await Harness.start(threads: 1) { $0.limits.streamWriteTimeout = .seconds(1) }
+            let r = try await Self.run(["h2-trickle-window", String(h.port), "10"])
+            #expect(r["reset"] as? Int == 0x8, "\(r)")  // CANCEL
+            #expect((r["elapsed"] as? Double ?? 99) < 5, "\(r)")
+            #expect((r["received"] as? Int ?? 0) > 0, "\(r)")
+            #expect(try await Self.eventually(within: 5) { h.upstream.openConnections <= 1 })
+            try await h.stop()
+        }
+
         @Test func streamsWhoseWindowStaysShutAreResetAndReleaseTheUpstream() async throws {
             let h = try await Harness.start(threads: 1) { $0.limits.streamWriteTimeout = .milliseconds(500) }
             let client = Client(["h2-window-zero", String(h.port), "5"])

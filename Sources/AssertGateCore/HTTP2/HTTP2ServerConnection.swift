@@ -362,7 +362,29 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         var stalled: [HTTP2Stream] = []
         // Quiet time is counted from the first tick that saw no progress: a
         // stall is found within one tick (a quarter of the timeout) of it.
-        for stream in streams.openStreams where stream.outBytes > 0 && !stream.isClosed {
+        // And a stream with bytes queued must take at least
+        // `minResponseRate` a second over each `timeout`: a client opening
+        // its window a byte every few seconds never looks quiet, and held its
+        // upstream connection for ever.
+        let minBytes = Int(Double(Self.minResponseRate) * Double(timeout.nanoseconds) / 1e9)
+        for stream in streams.openStreams where !stream.isClosed {
+            guard stream.outBytes > 0 else {
+                stream.rateWindowStart = nil
+                continue
+            }
+            if let start = stream.rateWindowStart {
+                if start + timeout <= now {
+                    if stream.bytesTaken - stream.bytesAtRateWindowStart < minBytes {
+                        stalled.append(stream)
+                        continue
+                    }
+                    stream.rateWindowStart = now
+                    stream.bytesAtRateWindowStart = stream.bytesTaken
+                }
+            } else {
+                stream.rateWindowStart = now
+                stream.bytesAtRateWindowStart = stream.bytesTaken
+            }
             if stream.outputProgress != stream.progressAtLastCheck {
                 stream.progressAtLastCheck = stream.outputProgress
                 stream.quietSince = now
@@ -384,6 +406,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
         if !waiting { stopStallWatch() }
     }
+
+    /// The slowest a stream with response bytes queued may take them, in
+    /// bytes a second averaged over `limits.streamWriteTimeout` (the request
+    /// side's `minRequestBodyRate` default).
+    static let minResponseRate = 1024
 
     private func stopStallWatch() {
         stallWatch?.cancel()

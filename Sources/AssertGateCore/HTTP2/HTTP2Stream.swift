@@ -40,6 +40,13 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     /// For the stall watch: the count it saw last, and since when it has not changed.
     var progressAtLastCheck = 0
     var quietSince: NIODeadline?
+    /// Response bytes nghttp2 has taken, and the stall watch's rate window:
+    /// since when this stream has had bytes queued, and how many it had
+    /// taken then (a window opened a byte at a time is progress, but not
+    /// enough).
+    var bytesTaken = 0
+    var rateWindowStart: NIODeadline?
+    var bytesAtRateWindowStart = 0
 
     static let highWater = 256 << 10
     static let lowWater = 64 << 10
@@ -66,6 +73,9 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         outputProgress = 0
         progressAtLastCheck = 0
         quietSince = nil
+        bytesTaken = 0
+        rateWindowStart = nil
+        bytesAtRateWindowStart = 0
     }
 
     var allocator: ByteBufferAllocator { connection.allocator }
@@ -176,7 +186,10 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             }
         }
         outBytes -= written
-        if written > 0 { outputProgress &+= 1 }
+        if written > 0 {
+            outputProgress &+= 1
+            bytesTaken &+= written
+        }
         return written
     }
 }

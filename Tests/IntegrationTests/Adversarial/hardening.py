@@ -400,6 +400,26 @@ def h2_window_zero(port, streams):
     out(**result)
 
 
+def h2_trickle_window(port, seconds):
+    """Initial window 1, one download, then the stream's window opened by one
+    byte every 100 ms (never quiet, never enough). Reports whether and when
+    the gateway reset the stream, and the bytes received."""
+    c = H2(port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 1})
+    c.request(1, "GET", "/download?bytes=1048576")
+    start = time.monotonic()
+    reset, received = None, 0
+    while reset is None and time.monotonic() - start < seconds and not c.closed:
+        wu = WindowUpdateFrame(1)
+        wu.window_increment = 1
+        c.send(wu)
+        for f in c.frames(0.1):
+            if isinstance(f, RstStreamFrame) and f.stream_id == 1:
+                reset = f.error_code
+            elif isinstance(f, DataFrame) and f.stream_id == 1:
+                received += len(f.data)
+    out(reset=reset, received=received, elapsed=time.monotonic() - start, closed=c.closed)
+
+
 def h2_body(port, path, extra=()):
     """POST with content-length 1000, 10 bytes of DATA, then nothing: the answer
     (or reset) and when it came."""
@@ -585,6 +605,8 @@ def main():
         hold_body(port)
     elif mode == "h2-abandon":
         h2_abandon(port, args[0])
+    elif mode == "h2-trickle-window":
+        h2_trickle_window(port, float(args[0]))
     elif mode == "h2-window-zero":
         h2_window_zero(port, int(args[0]))
     elif mode == "h2-body":
