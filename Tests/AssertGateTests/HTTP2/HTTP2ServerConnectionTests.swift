@@ -115,6 +115,9 @@ final class H2Fixture {
         stream.outEnded = true
         stream.progressAtLastCheck = 7
         stream.quietSince = .now()
+        stream.bytesTaken = 11
+        stream.rateWindowStart = .now()
+        stream.bytesAtRateWindowStart = 5
         #expect(stream.outputProgress > 0 && stream.outBytes > 0 && stream.isCongested)
 
         func fields(_ s: HTTP2Stream) -> [String: String] {
@@ -124,8 +127,9 @@ final class H2Fixture {
         stream.reuse(id: 3)
         let fresh = fields(HTTP2Stream(id: 3, connection: connection))
         #expect(fresh.keys.sorted() == [
-            "awaitingResume", "congested", "connection", "id", "isClosed", "outBytes", "outEnded", "outFirst",
-            "outQueue", "outputProgress", "pipeline", "progressAtLastCheck", "quietSince", "responseSubmitted",
+            "awaitingResume", "bytesAtRateWindowStart", "bytesTaken", "congested", "connection", "id", "isClosed",
+            "outBytes", "outEnded", "outFirst", "outQueue", "outputProgress", "pipeline", "progressAtLastCheck",
+            "quietSince", "rateWindowStart", "responseSubmitted",
         ], "a new field: reset it in reuse(id:), then name it here")
         for (name, value) in fresh where name != "connection" && name != "pipeline" && name != "id" {
             #expect(dirty[name] != value, "the test left \(name) at its first value")
