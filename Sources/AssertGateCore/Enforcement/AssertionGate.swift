@@ -211,12 +211,14 @@ public final class AssertionGate: RequestGate {
         return .forward(.verified(identity))
     }
 
-    /// From the worker's key cache, else one key load that fills it (the
-    /// check of the same request then finds the key cached).
+    /// A `deviceBits` rule evaluated once DeviceCheck answered, in the same
+    /// per-route counters as the rules this gate evaluates.
     public func ruleEvaluated(_ key: RuleKey, _ result: RuleResult, route: RouteConfig) {
         risk?.rules(route: route.upstream).inc(key, result)
     }
 
+    /// From the worker's key cache, else one key load that fills it (the
+    /// check of the same request then finds the key cached).
     public func keyEnvironment(for request: ProxyRequest) -> EventLoopFuture<AppEnvironment?>? {
         guard let names = request.snapshot.enforcement?.headerNames,
             let text = request.headers.first(name: names.keyId), !text.isEmpty,

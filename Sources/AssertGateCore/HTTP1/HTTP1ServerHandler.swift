@@ -30,7 +30,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     /// included), and every byte read would pile up unparsed. From its end
     /// on reads stay off; the connection closes after the answer.
     private var upgradeRequested = false
-    private var parserStopped = false
+    private var parserStopped: Bool { upgradeRequested && requestComplete }
     /// Answered and closing while the client is still sending its body: the
     /// rest is read and dropped (bounded) so the close does not turn into a
     /// TCP reset that destroys the answer before the client reads it.
@@ -82,9 +82,9 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         if case .head = part, pipeline != nil || !context.channel.isWritable {
             // Another request while one runs, or while the client is not
             // taking the answers already written (pipelined requests from a
-            // client that never reads): held, and nothing more is read, until
-            // the connection drains.
-            if !context.channel.isWritable { readsPaused = true }
+            // client that never reads): held, and, in the second case,
+            // nothing more is read until the connection drains.
+            if pipeline == nil { readsPaused = true }
             deferred.append(.part(part))
             return
         }
@@ -111,10 +111,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             pipeline.receiveBody(buffer)
         case .end:
             requestComplete = true
-            if upgradeRequested {
-                parserStopped = true
-                readsPaused = true
-            }
+            if upgradeRequested { readsPaused = true }
             if discardingRequest {
                 discardingRequest = false
                 return

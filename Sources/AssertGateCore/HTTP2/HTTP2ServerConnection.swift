@@ -368,23 +368,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         // upstream connection for ever.
         let minBytes = Int(Double(Self.minResponseRate) * Double(timeout.nanoseconds) / 1e9)
         for stream in streams.openStreams where !stream.isClosed {
-            guard stream.outBytes > 0 else {
-                stream.rateWindowStart = nil
+            if stream.takesTooSlowly(now: now, window: timeout, minBytes: minBytes) {
+                stalled.append(stream)
                 continue
             }
-            if let start = stream.rateWindowStart {
-                if start + timeout <= now {
-                    if stream.bytesTaken - stream.bytesAtRateWindowStart < minBytes {
-                        stalled.append(stream)
-                        continue
-                    }
-                    stream.rateWindowStart = now
-                    stream.bytesAtRateWindowStart = stream.bytesTaken
-                }
-            } else {
-                stream.rateWindowStart = now
-                stream.bytesAtRateWindowStart = stream.bytesTaken
-            }
+            guard stream.outBytes > 0 else { continue }
             if stream.outputProgress != stream.progressAtLastCheck {
                 stream.progressAtLastCheck = stream.outputProgress
                 stream.quietSince = now

@@ -48,6 +48,27 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     var rateWindowStart: NIODeadline?
     var bytesAtRateWindowStart = 0
 
+    /// The stall watch's rate check, once a tick: true when, over the
+    /// `window` just ended with bytes queued throughout, nghttp2 took fewer
+    /// than `minBytes` of them. A stream with nothing queued starts afresh.
+    func takesTooSlowly(now: NIODeadline, window: TimeAmount, minBytes: Int) -> Bool {
+        guard outBytes > 0 else {
+            rateWindowStart = nil
+            return false
+        }
+        guard let start = rateWindowStart, start + window <= now else {
+            if rateWindowStart == nil {
+                rateWindowStart = now
+                bytesAtRateWindowStart = bytesTaken
+            }
+            return false
+        }
+        if bytesTaken - bytesAtRateWindowStart < minBytes { return true }
+        rateWindowStart = now
+        bytesAtRateWindowStart = bytesTaken
+        return false
+    }
+
     static let highWater = 256 << 10
     static let lowWater = 64 << 10
 

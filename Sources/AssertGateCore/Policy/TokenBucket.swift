@@ -109,13 +109,13 @@ public final class SharedPeerRateLimiter: Sendable {
     private struct State: Sendable {
         var limiter: PeerRateLimiter
         var rate: RateConfig
-        var generation: UInt64
+        var generation = ConfigGeneration()
     }
     private let state: NIOLockedValueBox<State>
 
     public init(rate: RateConfig) {
         state = NIOLockedValueBox(
-            State(limiter: PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst), rate: rate, generation: 0))
+            State(limiter: PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst), rate: rate))
     }
 
     /// `rate` is the configuration of this request's snapshot, `generation`
@@ -125,12 +125,9 @@ public final class SharedPeerRateLimiter: Sendable {
     /// cannot refill every bucket.
     public func take(peer: String, rate: RateConfig, generation: UInt64 = 0, nowNanos: UInt64) -> TokenBucket.TakeResult {
         state.withLockedValue { s in
-            if generation >= s.generation {
-                if s.rate != rate {
-                    s.limiter = PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst)
-                    s.rate = rate
-                }
-                s.generation = generation
+            if s.generation.takes(generation), s.rate != rate {
+                s.limiter = PeerRateLimiter(perSecond: rate.perSecond, burst: rate.burst)
+                s.rate = rate
             }
             return s.limiter.take(peer: peer, nowNanos: nowNanos)
         }

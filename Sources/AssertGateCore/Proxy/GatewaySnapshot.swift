@@ -264,3 +264,24 @@ final class ResolvedUpstream: Sendable {
         self.generation = generation
     }
 }
+
+/// Which configuration something shared across snapshots keeps (an
+/// endpoint pool, the challenge rate limiter): the newest it was given. A
+/// request keeps the snapshot it started on and may arrive long after a
+/// reload (a bound body, a store call, a retry); its older settings must not
+/// come back.
+struct ConfigGeneration: Sendable {
+    private var generation: UInt64 = 0
+    private var adopted = false
+
+    /// Whether settings from snapshot `offered` replace the ones kept: the
+    /// first, a newer one's, or one that names none (0, tests). The same
+    /// generation again (every request between reloads) changes, and copies,
+    /// nothing.
+    mutating func takes(_ offered: UInt64) -> Bool {
+        guard offered > generation || offered == 0 || !adopted else { return false }
+        adopted = true
+        generation = offered
+        return true
+    }
+}

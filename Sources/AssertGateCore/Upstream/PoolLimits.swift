@@ -24,23 +24,3 @@ struct PoolLimits {
         idleTimeout = config.idleTimeout
     }
 }
-
-/// Which configuration an endpoint pool keeps: the newest it was leased
-/// with. A request keeps the snapshot it started on and may lease long after
-/// a reload (a bound body, a store call, a retry); its older limits must not
-/// come back.
-struct ConfigGeneration {
-    private var generation: UInt64 = 0
-    private var adopted = false
-
-    /// Whether a lease from snapshot `offered` replaces the pool's
-    /// configuration: the first, a newer one, or one that names none (0,
-    /// tests). The same generation again (every request between reloads)
-    /// changes, and copies, nothing.
-    mutating func takes(_ offered: UInt64) -> Bool {
-        guard offered > generation || offered == 0 || !adopted else { return false }
-        adopted = true
-        generation = offered
-        return true
-    }
-}
