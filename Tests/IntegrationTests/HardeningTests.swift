@@ -17,14 +17,33 @@ extension Integration {
         /// hardening.py in the background; `go()` lets a mode that waits for a line go on.
         final class Client: Sendable {
             private let pipe = Pipe()
+            private let output = NSTemporaryDirectory() + "assertgate-hardening-\(UUID().uuidString).out"
             let result: Task<ProcessResult, any Error>
 
             init(_ args: [String], timeout: TimeInterval = 60) {
                 let stdin = pipe.fileHandleForReading
-                result = Task { try await Run.tool("python3", [HardeningTests.script] + args, stdin: stdin, timeout: timeout) }
+                let output = output
+                result = Task {
+                    try await Run.tool("python3", [HardeningTests.script] + args, stdin: stdin, timeout: timeout, stdoutPath: output)
+                }
             }
 
+            deinit { try? FileManager.default.removeItem(atPath: output) }
+
             func go() { pipe.fileHandleForWriting.write(Data("go\n".utf8)) }
+
+            /// Waits until the script has printed `"step": step` (it does when
+            /// it has done what the test must see next), or `seconds` pass: a
+            /// slow machine may take long to start python, and no later check
+            /// should run before then.
+            func reached(step: String, within seconds: Double = 60) async throws -> Bool {
+                try await HardeningTests.eventually(within: seconds) {
+                    let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                    return text.split(separator: "\n").contains { line in
+                        (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["step"] as? String == step
+                    }
+                }
+            }
 
             /// The JSON object on the last line of its output.
             func finish() async throws -> [String: Any] {

@@ -96,15 +96,29 @@ public final class RedisClusterFixture: @unchecked Sendable {
         for i in [to, from] + nodes.indices.filter({ $0 != to && $0 != from }) {
             try Self.expectOK(nodes[i].run(["CLUSTER", "SETSLOT", String(slot), "NODE", ids[to]]), "SETSLOT NODE")
         }
-        try waitUntil("every node agrees on slot \(slot)") {
-            try self.nodes.allSatisfy { node in
-                guard case .array(let ranges) = try node.run(["CLUSTER", "SLOTS"]) else { return false }
-                return ranges.contains { range in
-                    guard case .array(let r) = range, let s = r[0].int64, let e = r[1].int64, case .array(let n) = r[2],
-                        n.count >= 2
-                    else { return false }
-                    return s <= slot && slot <= e && n[1].int64 == Int64(self.nodes[to].port)
-                }
+        // A node that still holds the old owner (a ping from before the
+        // change that carried a higher epoch can undo it) is told again, as
+        // `redis-cli --cluster fix` would.
+        var told = Date()
+        try waitUntil("every node agrees on slot \(slot)", detail: { "nodes that disagree: \(try self.disagreeing(slot: slot, owner: to))" }) {
+            let wrong = try self.disagreeing(slot: slot, owner: to)
+            if !wrong.isEmpty, Date().timeIntervalSince(told) > 1 {
+                for i in wrong { _ = try self.nodes[i].run(["CLUSTER", "SETSLOT", String(slot), "NODE", self.ids[to]]) }
+                told = Date()
+            }
+            return wrong.isEmpty
+        }
+    }
+
+    /// The nodes whose `CLUSTER SLOTS` does not give `slot` to `owner`.
+    private func disagreeing(slot: Int, owner: Int) throws -> [Int] {
+        try nodes.indices.filter { i in
+            guard case .array(let ranges) = try nodes[i].run(["CLUSTER", "SLOTS"]) else { return true }
+            return !ranges.contains { range in
+                guard case .array(let r) = range, r.count >= 3, let s = r[0].int64, let e = r[1].int64, case .array(let n) = r[2],
+                    n.count >= 2
+                else { return false }
+                return s <= slot && slot <= e && n[1].int64 == Int64(nodes[owner].port)
             }
         }
     }
@@ -153,21 +167,35 @@ public final class RedisClusterFixture: @unchecked Sendable {
         }
     }
 
+    /// Every node reports the cluster ok, knows every node, sees every
+    /// master's slots, and gives the masters the same distinct config epochs.
+    /// Nodes made with ADDSLOTS all start at epoch 0 and part them by gossip;
+    /// a slot moved while that is still going on can be taken back by a stale
+    /// ping, so the fixture is ready only once it is over.
     private func isConsistent() throws -> Bool {
+        var views: Set<[String]> = []
         for node in nodes {
             let info = try node.text("CLUSTER", "INFO")
             guard info.contains("cluster_state:ok"), info.contains("cluster_known_nodes:\(nodes.count)") else { return false }
             guard case .array(let ranges) = try node.run(["CLUSTER", "SLOTS"]), ranges.count == masterCount else {
                 return false
             }
+            // CLUSTER NODES: id addr flags master ping pong config-epoch link slots...
+            let masters = try node.text("CLUSTER", "NODES").split(separator: "\n").map { $0.split(separator: " ") }
+                .filter { $0.count >= 8 && $0[2].contains("master") }
+            let epochs = masters.map { "\($0[0])=\($0[6])" }.sorted()
+            guard Set(masters.map { $0[6] }).count == masters.count else { return false }
+            views.insert(epochs)
         }
-        return true
+        return views.count == 1
     }
 
-    private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
+    private func waitUntil(_ what: String, detail: () throws -> String = { "" }, _ condition: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(30)
         while try !condition() {
-            guard Date() < deadline else { throw RedisServerFixture.FixtureError.commandFailed("cluster: \(what): not within 30 s") }
+            guard Date() < deadline else {
+                throw RedisServerFixture.FixtureError.commandFailed("cluster: \(what): not within 30 s \((try? detail()) ?? "")")
+            }
             usleep(20_000)
         }
     }

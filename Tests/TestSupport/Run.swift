@@ -24,21 +24,23 @@ public enum Run {
         return nil
     }
 
-    public static func tool(_ name: String, _ args: [String], stdin: FileHandle? = nil, timeout: TimeInterval = 60) async throws
-        -> ProcessResult
-    {
+    /// `stdoutPath`, when given, is where the tool's output is written as it
+    /// runs (the caller may read it meanwhile, and removes it).
+    public static func tool(
+        _ name: String, _ args: [String], stdin: FileHandle? = nil, timeout: TimeInterval = 60, stdoutPath: String? = nil
+    ) async throws -> ProcessResult {
         guard let path = which(name), let timeoutPath = which("timeout") else { throw ToolMissing(name: name) }
         // Output goes to files and the exit is awaited through the termination
         // handler: no thread of the (two-thread) cooperative pool ever blocks on
         // a child, so an in-process gateway that answers through Swift
         // concurrency (the admin listener) can always make progress.
         let tag = UUID().uuidString
-        let outPath = NSTemporaryDirectory() + "assertgate-run-\(tag).out"
+        let outPath = stdoutPath ?? NSTemporaryDirectory() + "assertgate-run-\(tag).out"
         let errPath = NSTemporaryDirectory() + "assertgate-run-\(tag).err"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         defer {
-            try? FileManager.default.removeItem(atPath: outPath)
+            if stdoutPath == nil { try? FileManager.default.removeItem(atPath: outPath) }
             try? FileManager.default.removeItem(atPath: errPath)
         }
         let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))

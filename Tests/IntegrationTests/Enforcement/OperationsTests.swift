@@ -117,6 +117,8 @@ extension Integration {
             let sources = ["127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.3"]
             let client = Integration.HardeningTests.Client(["conn-cap", port, sources.joined(separator: ",")])
             func metrics() async throws -> String { try await h.send("GET", "/metrics", http1: true, base: h.adminBase).body }
+            // Every connection answered or closed, all still held.
+            #expect(try await client.reached(step: "held"), "hardening.py never held its connections")
             let held = try await Integration.HardeningTests.eventuallyAsync(within: 20) {
                 let m = try await metrics()
                 return m.contains(#"assertgate_open_connections{protocol="h2"} 4"#)
