@@ -179,16 +179,26 @@ extension Integration {
         // MARK: 2. clients that stop taking their response
 
         /// A window opened one byte every 100 ms: the stream is never quiet,
-        /// but takes far less than 1 KiB/s, so it is reset after
-        /// `streamWriteTimeout` (before: held, with its upstream connection,
-        /// for as long as the client liked).
-        @Test func aStreamTrickledOpenAByteAtATimeIsReset() async throws {
-            let h = try await Harness.start(threads: 1) { $0.limits.streamWriteTimeout = .seconds(1) }
-            let r = try await Self.run(["h2-trickle-window", String(h.port), "10"])
-            #expect(r["reset"] as? Int == 0x8, "\(r)")  // CANCEL
-            #expect((r["elapsed"] as? Double ?? 99) < 5, "\(r)")
+        /// but takes far less than `limits.minResponseRate` (1 KiB/s), so it
+        /// is reset after `streamWriteTimeout` (before: held, with its
+        /// upstream connection, for as long as the client liked). With the
+        /// rate at 0 it is left to take its time.
+        @Test(arguments: [1024, 0])
+        func aStreamTrickledOpenAByteAtATimeIsReset(minResponseRate: Int) async throws {
+            let h = try await Harness.start(threads: 1) {
+                $0.limits.streamWriteTimeout = .seconds(1)
+                $0.limits.minResponseRate = minResponseRate
+            }
+            let r = try await Self.run(["h2-trickle-window", String(h.port), minResponseRate == 0 ? "3" : "10"])
             #expect((r["received"] as? Int ?? 0) > 0, "\(r)")
-            #expect(try await Self.eventually(within: 5) { h.upstream.openConnections <= 1 })
+            if minResponseRate == 0 {
+                #expect(r["reset"] is NSNull, "\(r)")
+                #expect(r["closed"] as? Bool == false, "\(r)")
+            } else {
+                #expect(r["reset"] as? Int == 0x8, "\(r)")  // CANCEL
+                #expect((r["elapsed"] as? Double ?? 99) < 5, "\(r)")
+                #expect(try await Self.eventually(within: 5) { h.upstream.openConnections <= 1 })
+            }
             try await h.stop()
         }
 

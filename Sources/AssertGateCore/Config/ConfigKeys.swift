@@ -76,7 +76,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .limits:
             return [
                 "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
-                "requestBodyTimeout", "minRequestBodyRate", "streamWriteTimeout", "maxBufferedBodyBytes",
+                "requestBodyTimeout", "minRequestBodyRate", "streamWriteTimeout", "minResponseRate", "maxBufferedBodyBytes",
                 "underscoresInHeaders", "maxConnections", "maxConnectionsPerAddress",
             ]
         case .fraudMetric:

@@ -626,6 +626,7 @@ struct ConfigSectionParser {
         if let t = reader.duration(view, "requestBodyTimeout") { l.requestBodyTimeout = t }
         if let n = reader.size(view, "minRequestBodyRate") { l.minRequestBodyRate = n }
         if let t = reader.duration(view, "streamWriteTimeout") { l.streamWriteTimeout = t }
+        if let n = reader.size(view, "minResponseRate") { l.minResponseRate = n }
         if let n = reader.size(view, "maxBufferedBodyBytes", min: 64 << 10) { l.maxBufferedBodyBytes = n }
         if let p = reader.oneOf(view, "underscoresInHeaders", UnderscoreHeaderPolicy.self) { l.underscoresInHeaders = p }
         if let n = reader.int(view, "maxConnections", min: 1, max: 10_000_000) { l.maxConnections = n }

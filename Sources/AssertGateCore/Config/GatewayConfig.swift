@@ -509,6 +509,10 @@ public struct LimitsConfig: Sendable {
     /// socket or the stream's flow-control window stays full) is reset and its
     /// upstream connection closed.
     public var streamWriteTimeout: TimeAmount = .seconds(30)
+    /// An HTTP/2 stream with response bytes waiting must take at least this
+    /// many a second, averaged over `streamWriteTimeout`, or it is reset: a
+    /// window opened a byte at a time never looks shut. 0: off.
+    public var minResponseRate: Int = 1024
     /// Per worker: request bodies held in memory at once for assertion checks
     /// (`bindBody`) and the gateway's own routes. A request that would go over
     /// is answered `503 gateway-busy` with `Retry-After`. nil (not set in the

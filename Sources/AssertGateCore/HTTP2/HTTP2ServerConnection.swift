@@ -225,7 +225,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             // Only its pseudo-headers were kept: the id is the gateway's own.
             openStream(id).refuseHead(
                 Rejection(.headersTooLarge, "header list over limits.maxHeaderListBytes"), requestId: worker.requestIds.make(), method: head.method ?? "",
-                target: head.path ?? "", observer: worker.observer)
+                target: head.path ?? "", contentType: head.fieldList.first { $0.0 == "content-type" }?.1, observer: worker.observer)
         case .data(let id, let buffer):
             if let p = streams.lookup(id)?.pipeline {
                 p.receiveBody(buffer)
@@ -340,13 +340,15 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     func watchForStalledWrites() {
         guard stallWatch == nil, let context, let selfBound else { return }
         let timeout = limits.streamWriteTimeout
+        // The fewest bytes a stream with bytes queued must take over each `timeout`.
+        let minBytes = Int(clamping: Int64(Double(limits.minResponseRate) * Double(timeout.nanoseconds) / 1e9))
         let tick = max(TimeAmount.milliseconds(50), min(.seconds(1), .nanoseconds(timeout.nanoseconds / 4)))
         stallWatch = context.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in
-            selfBound.value.checkStalledWrites(timeout: timeout)
+            selfBound.value.checkStalledWrites(timeout: timeout, minBytes: minBytes)
         }
     }
 
-    private func checkStalledWrites(timeout: TimeAmount) {
+    private func checkStalledWrites(timeout: TimeAmount, minBytes: Int) {
         guard let context, context.channel.isActive else {
             stopStallWatch()
             return
@@ -363,12 +365,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         // Quiet time is counted from the first tick that saw no progress: a
         // stall is found within one tick (a quarter of the timeout) of it.
         // And a stream with bytes queued must take at least
-        // `minResponseRate` a second over each `timeout`: a client opening
-        // its window a byte every few seconds never looks quiet, and held its
-        // upstream connection for ever.
-        let minBytes = Int(Double(Self.minResponseRate) * Double(timeout.nanoseconds) / 1e9)
+        // `limits.minResponseRate` a second over each `timeout`: a client
+        // opening its window a byte every few seconds never looks quiet, and
+        // held its upstream connection for ever.
         for stream in streams.openStreams where !stream.isClosed {
-            if stream.takesTooSlowly(now: now, window: timeout, minBytes: minBytes) {
+            if minBytes > 0, stream.takesTooSlowly(now: now, window: timeout, minBytes: minBytes) {
                 stalled.append(stream)
                 continue
             }
@@ -394,11 +395,6 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
         if !waiting { stopStallWatch() }
     }
-
-    /// The slowest a stream with response bytes queued may take them, in
-    /// bytes a second averaged over `limits.streamWriteTimeout` (the request
-    /// side's `minRequestBodyRate` default).
-    static let minResponseRate = 1024
 
     private func stopStallWatch() {
         stallWatch?.cancel()

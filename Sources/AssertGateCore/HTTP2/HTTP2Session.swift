@@ -283,6 +283,9 @@ final class HTTP2Session {
                 // to far more than was sent, and nghttp2 checks every decoded
                 // byte: a block that keeps going is reset, and nghttp2 then only
                 // keeps its table in step, checking nothing.
+                if head.fieldList.isEmpty, Self.isContentType(name, value) {
+                    head.fieldList = [("content-type", String(decoding: value, as: UTF8.self))]
+                }
                 return listBytes <= limit * Self.overrunFactor
             }
             if listBytes > limit {
@@ -290,8 +293,14 @@ final class HTTP2Session {
                 guard isHead else { return false }
                 // A head: the rest of the block is dropped as it is decoded (nghttp2
                 // keeps no list of it), so the owner can answer once the block ends.
+                // Only a short `content-type` is kept: a gRPC client reads its
+                // refusal from trailers.
                 overLimit = true
-                head.fieldList = []
+                let type = head.fieldList.first { $0.0 == "content-type" && $0.1.utf8.count <= Self.keptContentTypeBytes }
+                head.fieldList = type.map { [$0] } ?? []
+                if type == nil, Self.isContentType(name, value) {
+                    head.fieldList = [("content-type", String(decoding: value, as: UTF8.self))]
+                }
                 cookies = []
                 return true
             }
@@ -306,6 +315,13 @@ final class HTTP2Session {
                 requestField(name, value)
             }
             return true
+        }
+
+        /// A request's `content-type` short enough to keep from a head over the limit.
+        static let keptContentTypeBytes = 128
+
+        static func isContentType(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
+            value.count <= keptContentTypeBytes && HTTP2Session.equals(name, "content-type")
         }
 
         private mutating func requestField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {

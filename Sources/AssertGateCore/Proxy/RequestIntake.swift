@@ -88,14 +88,23 @@ extension ResponseSink {
     /// Answers a request refused at its head, before any pipeline exists (an
     /// HTTP/1.1 head over the limit or unparsable, an HTTP/2 header list over
     /// the limit), with its problem, and reports it like a pipeline would, so
-    /// it is counted and logged with its reason.
+    /// it is counted and logged with its reason. `contentType` is what the
+    /// head said, where it was kept: a gRPC request gets the trailers-only
+    /// answer a refusal through the pipeline gets.
     func refuseHead(
-        _ rejection: Rejection, requestId: String, method: String, target: String, observer: (any RequestObserver)?
+        _ rejection: Rejection, requestId: String, method: String, target: String, contentType: String? = nil,
+        observer: (any RequestObserver)?
     ) {
-        let answer = ProblemWriter.answer(rejection, requestId: requestId)
+        let grpc = ProblemWriter.isGRPC(contentType: contentType)
+        let answer =
+            grpc ? ProblemWriter.grpcAnswer(rejection, requestId: requestId) : ProblemWriter.answer(rejection, requestId: requestId)
         observer?.requestFinished(
             .refusedHead(
                 requestId: requestId, method: method, target: target, status: answer.status, reason: rejection.reason))
+        if grpc {
+            sendResponseHead(status: answer.status, headers: HTTPHeaders(answer.headers), endStream: true)
+            return
+        }
         sendResponseHead(status: answer.status, headers: HTTPHeaders(answer.headers), endStream: false)
         sendResponseBody(allocator.buffer(string: answer.body))
         sendResponseEnd()

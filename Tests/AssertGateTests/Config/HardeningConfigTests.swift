@@ -26,6 +26,7 @@ import Testing
         #expect(c.limits.requestBodyTimeout == .seconds(10))
         #expect(c.limits.minRequestBodyRate == 1024)
         #expect(c.limits.streamWriteTimeout == .seconds(30))
+        #expect(c.limits.minResponseRate == 1024)
         #expect(c.limits.maxBufferedBodyBytes == nil)
         let budget = c.limits.effectiveMaxBufferedBodyBytes
         #expect(budget >= 16 << 20 && budget <= 512 << 20)
@@ -41,7 +42,7 @@ import Testing
     @Test func valuesAreRead() throws {
         let c = try ConfigText.load(
             Self.yaml(
-                limits: "requestBodyTimeout: 3s, minRequestBodyRate: 0, streamWriteTimeout: 5s, maxBufferedBodyBytes: 8MiB, underscoresInHeaders: reject, "
+                limits: "requestBodyTimeout: 3s, minRequestBodyRate: 0, streamWriteTimeout: 5s, minResponseRate: 256, maxBufferedBodyBytes: 8MiB, underscoresInHeaders: reject, "
                     + "maxConnections: 5000, maxConnectionsPerAddress: 40",
                 upstream: ", maxConnectionsPerEndpoint: 10, maxConnectionsPerClient: 7"))
         #expect(c.limits.requestBodyTimeout == .seconds(3))
@@ -52,7 +53,8 @@ import Testing
         #expect(c.upstreams["api"]?.effectiveMaxConnectionsPerClient == 7)
         let summary = ConfigSummary.render(c)
         #expect(summary.contains("maxConnectionsPerClient 7"))
-        #expect(summary.contains("requestBodyTimeout 3s, minRequestBodyRate off, streamWriteTimeout 5s"))
+        #expect(c.limits.minResponseRate == 256)
+        #expect(summary.contains("requestBodyTimeout 3s, minRequestBodyRate off, streamWriteTimeout 5s, minResponseRate 256B/s"))
         #expect(summary.contains("underscoresInHeaders reject"))
         #expect(c.limits.effectiveMaxConnections == 5000 && c.limits.maxConnectionsPerAddress == 40)
         #expect(summary.contains("maxConnections 5000, maxConnectionsPerAddress 40"))

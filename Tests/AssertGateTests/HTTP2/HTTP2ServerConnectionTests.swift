@@ -189,6 +189,29 @@ final class H2Fixture {
         #expect(f.local.calls == 1)
     }
 
+    /// A gRPC client reads a refusal from trailers: a head over the limit is
+    /// answered trailers-only whether its `content-type` came before the
+    /// field that broke the limit or after it.
+    @Test func headerListOverLimitIsAnsweredTrailersOnlyToGRPC() throws {
+        let f = try H2Fixture { $0.limits.maxHeaderListBytes = 1024 }
+        let big = String(repeating: "b", count: 2000)
+        let before = f.client.request("POST", "/local/a", headers: [("content-type", "application/grpc+proto"), ("x-big", big)])
+        let after = f.client.request("POST", "/local/a", headers: [("x-big", big), ("content-type", "application/grpc")])
+        let plain = f.client.request("POST", "/local/a", headers: [("content-type", "application/json"), ("x-big", big)])
+        try f.run()
+        for id in [before, after] {
+            let r = try #require(f.client.responses[id])
+            #expect(r.status == "200")
+            #expect(r.header("grpc-status") == "8")
+            #expect(r.header("assertgate-reason") == "headers-too-large")
+            #expect(r.header("x-request-id")?.isEmpty == false)
+            #expect(r.bodyString.isEmpty)
+        }
+        #expect(f.client.responses[plain]?.status == "431")
+        #expect(f.client.responses[plain]?.bodyString.contains("\"reason\":\"headers-too-large\"") == true)
+        #expect(f.local.calls == 0)
+    }
+
     @Test func resetStreamsStillCountUntilTheirWorkEnds() throws {
         let f = try H2Fixture { $0.limits.maxConcurrentStreams = 2 }
         let a = f.client.request("GET", "/local/hang")

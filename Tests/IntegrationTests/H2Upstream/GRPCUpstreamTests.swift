@@ -110,6 +110,14 @@ extension Integration {
                 h, ["--text", "x"] + H2Upstream.assertion(h, device, method: "Fail", body: body, counter: 2))
             #expect(otherPath.trailingMetadata["assertgate-reason"] == "bad-signature", "\(otherPath)")
 
+            // A head over limits.maxHeaderListBytes (64 KiB): refused before any
+            // pipeline, and still the way gRPC reads a refusal.
+            // (Ten fields of 8 KB: one field over 64 KiB ends the whole connection.)
+            let big = (0..<10).flatMap { ["--metadata", "x-big-\($0)=" + String(repeating: "b", count: 8000)] }
+            let huge = try await Self.call(h, ["--text", "x"] + big)
+            #expect(huge.codeNumber == 8 && huge.code == "RESOURCE_EXHAUSTED", "\(huge)")
+            #expect(huge.trailingMetadata["assertgate-reason"] == "headers-too-large", "\(huge)")
+
             let stats = try await server.stats()
             #expect(stats.sayCalls == 0, "a refused call reached the service")
             try await h.stop()
