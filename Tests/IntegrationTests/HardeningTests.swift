@@ -218,6 +218,33 @@ extension Integration {
             try await h.stop()
         }
 
+        /// Streams whose window stays shut each hold up to 256 KiB (and what
+        /// the upstream read meanwhile) for `streamWriteTimeout`; over many
+        /// connections that could be more memory than the machine has. Past
+        /// `limits.maxQueuedResponseBytes` the worker resets streams that took
+        /// nothing for a tick, one by one until it is back within the budget:
+        /// not all of them, and long before the 30 s timeout.
+        @Test func pastTheResponseBudgetStalledStreamsAreResetEarly() async throws {
+            let observer = HardeningObserver()
+            let metrics = GatewayMetrics()
+            let hooks = GatewayHooks(makeObserver: { _ in observer }, queuedResponseBytes: metrics.queuedResponseBytes)
+            let h = try await Harness.start(threads: 1, hooks: hooks) { $0.limits.maxQueuedResponseBytes = 1 << 20 }
+            let client = Client(["h2-window-zero", String(h.port), "12", "8"])
+            #expect(try await client.reached(step: "reset"), "hardening.py never reported")
+            // The streams left hold their bytes, within the budget (and what
+            // their upstreams had read when paused).
+            let held = metrics.queuedResponseBytes.value
+            #expect(held > 0 && held <= 2 << 20, "\(held) bytes queued")
+            client.go()
+            let r = try await client.finish()
+            let resets = r["resets"] as? Int ?? 0
+            #expect(resets >= 1 && resets < 12, "\(r)")
+            #expect(r["codes"] as? [Int] == [0x8], "\(r)")  // CANCEL
+            #expect(observer.timeouts.withLockedValue { $0.filter { $0 == .streamWrite }.count } == resets)
+            #expect(try await Self.eventually(within: 5) { metrics.queuedResponseBytes.value == 0 })
+            try await h.stop()
+        }
+
         @Test func anHTTP1ClientThatStopsReadingIsClosedAndItsUpstreamReleased() async throws {
             let h = try await Harness.start(threads: 1) { $0.limits.streamWriteTimeout = .milliseconds(500) }
             let client = Client(["h1-no-read", String(h.port)])

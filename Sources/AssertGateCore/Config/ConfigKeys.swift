@@ -76,7 +76,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .limits:
             return [
                 "maxConcurrentStreams", "maxHeaderListBytes", "maxRequestBodyBytes", "streamResetRate",
-                "requestBodyTimeout", "minRequestBodyRate", "streamWriteTimeout", "minResponseRate", "maxBufferedBodyBytes",
+                "requestBodyTimeout", "minRequestBodyRate", "streamWriteTimeout", "minResponseRate", "maxBufferedBodyBytes", "maxQueuedResponseBytes",
                 "underscoresInHeaders", "maxConnections", "maxConnectionsPerAddress",
             ]
         case .fraudMetric:

@@ -628,6 +628,7 @@ struct ConfigSectionParser {
         if let t = reader.duration(view, "streamWriteTimeout") { l.streamWriteTimeout = t }
         if let n = reader.size(view, "minResponseRate") { l.minResponseRate = n }
         if let n = reader.size(view, "maxBufferedBodyBytes", min: 64 << 10) { l.maxBufferedBodyBytes = n }
+        if let n = reader.size(view, "maxQueuedResponseBytes", min: 1 << 20) { l.maxQueuedResponseBytes = n }
         if let p = reader.oneOf(view, "underscoresInHeaders", UnderscoreHeaderPolicy.self) { l.underscoresInHeaders = p }
         if let n = reader.int(view, "maxConnections", min: 1, max: 10_000_000) { l.maxConnections = n }
         if let n = reader.int(view, "maxConnectionsPerAddress", min: 1, max: 10_000_000) { l.maxConnectionsPerAddress = n }

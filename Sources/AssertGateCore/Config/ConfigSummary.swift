@@ -93,6 +93,7 @@ public enum ConfigSummary {
             + "maxRequestBodyBytes \(SizeParser.format(l.maxRequestBodyBytes)), streamResetRate \(rate(l.streamResetRate))")
         out.append("  requestBodyTimeout \(DurationParser.format(l.requestBodyTimeout)), minRequestBodyRate \(bodyRate(l.minRequestBodyRate)), "
             + "streamWriteTimeout \(DurationParser.format(l.streamWriteTimeout)), minResponseRate \(bodyRate(l.minResponseRate)), maxBufferedBodyBytes \(SizeParser.format(l.effectiveMaxBufferedBodyBytes)) per worker\(l.maxBufferedBodyBytes == nil ? " (sized for this machine)" : ""), "
+            + "maxQueuedResponseBytes \(SizeParser.format(l.effectiveMaxQueuedResponseBytes)) per worker\(l.maxQueuedResponseBytes == nil ? " (sized for this machine)" : ""), "
             + "underscoresInHeaders \(l.underscoresInHeaders.rawValue)")
         out.append("  maxConnections \(l.effectiveMaxConnections)\(l.maxConnections == nil ? " (half the descriptor limit)" : ""), "
             + "maxConnectionsPerAddress \(l.maxConnectionsPerAddress.map(String.init) ?? "none")")

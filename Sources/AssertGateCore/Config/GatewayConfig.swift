@@ -525,6 +525,13 @@ public struct LimitsConfig: Sendable {
         let share = Int(clamping: ProcessInfo.processInfo.physicalMemory / 8) / workers
         return min(512 << 20, max(16 << 20, share))
     }
+    /// Per worker: response bytes queued for HTTP/2 clients that have not
+    /// taken them yet. Past it, a stream that took nothing for a tick of the
+    /// stall watch (at most a second) is reset as a stalled one would be
+    /// after `streamWriteTimeout`. nil (not set in the file):
+    /// `defaultMaxBufferedBodyBytes`, the same share of memory.
+    public var maxQueuedResponseBytes: Int?
+    public var effectiveMaxQueuedResponseBytes: Int { maxQueuedResponseBytes ?? Self.defaultMaxBufferedBodyBytes }
     /// Client connections open at once in the process (every listener and
     /// worker); past it new ones are closed as they are accepted. nil (not
     /// set in the file): `defaultMaxConnections`, sized for the descriptor limit.

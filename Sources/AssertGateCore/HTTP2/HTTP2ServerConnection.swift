@@ -18,6 +18,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     private var session: HTTP2Session?
     let worker: Worker
+    /// The worker's, kept here: each queued response chunk counts in it.
+    let responseQueue: ResponseQueueBudget
     let scheme: String
     /// The connection's timeouts (nil in tests that build a bare pipeline):
     /// told when a header block begins and ends, for `headerTimeout`.
@@ -75,6 +77,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     init(worker: Worker, scheme: String, timeouts: ConnectionTimeoutHandler? = nil) {
         self.worker = worker
+        self.responseQueue = worker.responseQueue
         self.scheme = scheme
         self.timeouts = timeouts
     }
@@ -129,6 +132,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private func abortAll() {
         for s in streams.removeAll() {
             s.isClosed = true
+            s.dropQueuedOutput()
             s.pipeline?.downstreamAborted()
         }
     }
@@ -379,6 +383,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 stream.quietSince = now
                 waiting = true
             } else if let since = stream.quietSince, since + timeout <= now {
+                stalled.append(stream)
+            } else if stream.quietSince != nil, responseQueue.isOver {
+                // Past the worker's budget (limits.maxQueuedResponseBytes) a
+                // tick without progress is enough, stream by stream until the
+                // worker is back within it.
+                stream.dropQueuedOutput()
                 stalled.append(stream)
             } else {
                 if stream.quietSince == nil { stream.quietSince = now }

@@ -81,6 +81,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
     /// streams that nothing else holds (a pipeline would still be one holder)
     /// instead of allocating and freeing one per request.
     func reuse(id: Int32) {
+        dropQueuedOutput()
         self.id = id
         pipeline = nil
         isClosed = false
@@ -122,6 +123,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
             connection.watchForStalledWrites()
         }
         outBytes += buffer.readableBytes
+        connection.responseQueue.add(buffer.readableBytes)
         if outFirst == nil {
             outFirst = buffer
         } else {
@@ -186,8 +188,11 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         return .bytes(n, end: end, drained: drained)
     }
 
-    /// Drops the queued response bytes (a stalled stream being reset).
+    /// Drops the queued response bytes (a stalled stream being reset, a
+    /// stream closed or its connection gone: nothing will take them).
     func dropQueuedOutput() {
+        guard outFirst != nil else { return }
+        connection.responseQueue.add(-outBytes)
         outFirst = nil
         outQueue.removeAll()
         outBytes = 0
@@ -210,6 +215,7 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         if written > 0 {
             outputProgress &+= 1
             bytesTaken &+= written
+            connection.responseQueue.add(-written)
         }
         return written
     }

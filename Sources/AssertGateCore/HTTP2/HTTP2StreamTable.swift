@@ -40,6 +40,8 @@ struct HTTP2StreamTable {
         if last?.id == id { last = nil }
         guard var stream = byId.removeValue(forKey: id) else { return nil }
         stream.isClosed = true
+        // Nothing takes its queued bytes now: they leave the worker's count.
+        stream.dropQueuedOutput()
         if stream.pipeline != nil { return stream }
         recycle(&stream)
         return nil

@@ -18,6 +18,7 @@ public final class GatewayMetrics: Sendable {
     public let openConnections: MetricFamilyOf<Gauge>
     /// `assertgate_open_streams`
     public let openStreams: Gauge
+    public let queuedResponseBytes: Gauge
     /// `assertgate_connections_refused_total{reason}` (`ConnectionRefusal`)
     public let connectionsRefusedTotal: MetricFamilyOf<Counter>
     private let refusedByReason: [ConnectionRefusal: Counter]
@@ -92,6 +93,9 @@ public final class GatewayMetrics: Sendable {
         openConnections = registry.gauge(
             "assertgate_open_connections", help: "Open downstream connections by protocol.", labelNames: ["protocol"])
         openStreams = registry.gauge("assertgate_open_streams", help: "Open HTTP/2 streams and HTTP/1.1 requests in flight.")
+            .labels()
+        queuedResponseBytes = registry.gauge(
+            "assertgate_queued_response_bytes", help: "Response bytes queued for HTTP/2 clients that have not taken them yet.")
             .labels()
         connectionsRefusedTotal = registry.counter(
             "assertgate_connections_refused_total",

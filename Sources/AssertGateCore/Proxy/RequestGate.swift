@@ -203,15 +203,18 @@ public struct GatewayHooks: Sendable {
     /// open on its own loop, and this gauge reads them (no call per request
     /// through the observers).
     public var openStreams: Gauge?
+    /// `assertgate_queued_response_bytes`: read the same way from each worker.
+    public var queuedResponseBytes: Gauge?
     public init(
         makeGate: @escaping @Sendable (any EventLoop) -> any RequestGate = { _ in PassthroughGate() },
         makeLocalHandlers: @escaping @Sendable (any EventLoop) -> [any LocalHandler] = { _ in [] },
         makeObserver: @escaping @Sendable (any EventLoop) -> (any RequestObserver)? = { _ in nil },
-        openStreams: Gauge? = nil
+        openStreams: Gauge? = nil, queuedResponseBytes: Gauge? = nil
     ) {
         self.makeGate = makeGate
         self.makeLocalHandlers = makeLocalHandlers
         self.makeObserver = makeObserver
         self.openStreams = openStreams
+        self.queuedResponseBytes = queuedResponseBytes
     }
 }

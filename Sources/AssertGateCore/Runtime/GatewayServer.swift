@@ -119,7 +119,7 @@ public final class GatewayServer: Sendable {
                 ]
             },
             makeObserver: { _ in RequestObservers([MetricsObserver(metrics: metrics), RequestLog(logger: logger)]) },
-            openStreams: metrics.openStreams)
+            openStreams: metrics.openStreams, queuedResponseBytes: metrics.queuedResponseBytes)
         var updater: NIOLoopBound<DeviceBitUpdater>?
         if let client = deviceCheckClient, let dc = config.deviceCheck {
             let complaints = DeviceCheckComplaints()

@@ -16,7 +16,9 @@ final class Worker {
     /// `var` so tests can install handlers after construction.
     var localHandlers: [any LocalHandler]
     var observer: (any RequestObserver)?
-    var snapshot: GatewaySnapshot
+    var snapshot: GatewaySnapshot {
+        didSet { responseQueue.limit = snapshot.config.limits.effectiveMaxQueuedResponseBytes }
+    }
     var requestIds = RequestIdGenerator()
     /// The last rendering of the upstream forwarding lines (`UpstreamHeadWriter.addForwarding`).
     let forwarding = ForwardingCache()
@@ -25,6 +27,8 @@ final class Worker {
     var isQuiescing = false
     /// Request pipelines started and not finished (`assertgate_open_streams`).
     let openRequests = LoopCounter()
+    /// Response bytes queued for this worker's HTTP/2 clients, and their budget.
+    let responseQueue: ResponseQueueBudget
 
     init(
         eventLoop: EventLoop, snapshot: GatewaySnapshot, hooks: GatewayHooks, logger: Logger,
@@ -33,12 +37,14 @@ final class Worker {
         self.eventLoop = eventLoop
         self.logger = logger
         self.snapshot = snapshot
+        self.responseQueue = ResponseQueueBudget(limit: snapshot.config.limits.effectiveMaxQueuedResponseBytes)
         self.upstreams = UpstreamPool(eventLoop: eventLoop, logger: logger, health: upstreamHealth)
         self.gate = hooks.makeGate(eventLoop)
         self.localHandlers = hooks.makeLocalHandlers(eventLoop)
         self.observer = hooks.makeObserver(eventLoop)
         self.deviceCheck = hooks.makeDeviceCheck?(eventLoop)
         hooks.openStreams?.attach(openRequests)
+        hooks.queuedResponseBytes?.attach(responseQueue.queued)
     }
 
     /// DeviceCheck for routes that ask it (nil without a `deviceCheck:` section).

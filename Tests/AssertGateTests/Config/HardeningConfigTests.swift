@@ -28,6 +28,8 @@ import Testing
         #expect(c.limits.streamWriteTimeout == .seconds(30))
         #expect(c.limits.minResponseRate == 1024)
         #expect(c.limits.maxBufferedBodyBytes == nil)
+        #expect(c.limits.maxQueuedResponseBytes == nil)
+        #expect(c.limits.effectiveMaxQueuedResponseBytes == c.limits.effectiveMaxBufferedBodyBytes)
         let budget = c.limits.effectiveMaxBufferedBodyBytes
         #expect(budget >= 16 << 20 && budget <= 512 << 20)
         #expect(c.limits.underscoresInHeaders == .drop)
@@ -42,7 +44,7 @@ import Testing
     @Test func valuesAreRead() throws {
         let c = try ConfigText.load(
             Self.yaml(
-                limits: "requestBodyTimeout: 3s, minRequestBodyRate: 0, streamWriteTimeout: 5s, minResponseRate: 256, maxBufferedBodyBytes: 8MiB, underscoresInHeaders: reject, "
+                limits: "requestBodyTimeout: 3s, minRequestBodyRate: 0, streamWriteTimeout: 5s, minResponseRate: 256, maxBufferedBodyBytes: 8MiB, maxQueuedResponseBytes: 32MiB, underscoresInHeaders: reject, "
                     + "maxConnections: 5000, maxConnectionsPerAddress: 40",
                 upstream: ", maxConnectionsPerEndpoint: 10, maxConnectionsPerClient: 7"))
         #expect(c.limits.requestBodyTimeout == .seconds(3))
@@ -54,6 +56,8 @@ import Testing
         let summary = ConfigSummary.render(c)
         #expect(summary.contains("maxConnectionsPerClient 7"))
         #expect(c.limits.minResponseRate == 256)
+        #expect(c.limits.effectiveMaxQueuedResponseBytes == 32 << 20)
+        #expect(summary.contains("maxQueuedResponseBytes 32MiB per worker"))
         #expect(summary.contains("requestBodyTimeout 3s, minRequestBodyRate off, streamWriteTimeout 5s, minResponseRate 256B/s"))
         #expect(summary.contains("underscoresInHeaders reject"))
         #expect(c.limits.effectiveMaxConnections == 5000 && c.limits.maxConnectionsPerAddress == 40)
@@ -65,6 +69,8 @@ import Testing
         #expect(bad.contains { $0.contains("limits.underscoresInHeaders: expected one of drop, reject, allow, got 'sometimes'") }, "\(bad)")
         let zero = ConfigText.errors(Self.yaml(limits: "streamWriteTimeout: 0s"))
         #expect(zero.contains { $0.contains("limits.streamWriteTimeout: must be greater than 0") }, "\(zero)")
+        let small = ConfigText.errors(Self.yaml(limits: "maxQueuedResponseBytes: 64KiB"))
+        #expect(small.contains { $0.contains("limits.maxQueuedResponseBytes: must be at least 1MiB") }, "\(small)")
         let tiny = ConfigText.errors(Self.yaml(limits: "maxBufferedBodyBytes: 1KiB"))
         #expect(tiny.contains { $0.contains("limits.maxBufferedBodyBytes: must be at least 64KiB") }, "\(tiny)")
         let huge = ConfigText.errors(Self.yaml(limits: "maxHeaderListBytes: 9MiB"))

@@ -379,16 +379,17 @@ def h2_abandon(port, action):
     out(status=status or 0)
 
 
-def h2_window_zero(port, streams):
+def h2_window_zero(port, streams, seconds=20.0):
     """Initial window 0 (nothing of any response can be sent), `streams`
     downloads, a PING every 200 ms so the connection is never idle. Reports
-    the streams the gateway reset, then waits for a line while still connected."""
+    the streams the gateway reset (all of them, or those reset within
+    `seconds`), then waits for a line while still connected."""
     c = H2(port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
     for i in range(streams):
         c.request(1 + 2 * i, "GET", "/download?bytes=1048576")
     resets = {}
     start = time.monotonic()
-    while len(resets) < streams and time.monotonic() - start < 20 and not c.closed:
+    while len(resets) < streams and time.monotonic() - start < seconds and not c.closed:
         c.send(PingFrame(0))
         for f in c.frames(0.2):
             if isinstance(f, RstStreamFrame):
@@ -608,7 +609,7 @@ def main():
     elif mode == "h2-trickle-window":
         h2_trickle_window(port, float(args[0]))
     elif mode == "h2-window-zero":
-        h2_window_zero(port, int(args[0]))
+        h2_window_zero(port, int(args[0]), float(args[1]) if len(args) > 1 else 20.0)
     elif mode == "h2-body":
         h2_body(port, args[0])
     elif mode == "h2-reset-bodies":
