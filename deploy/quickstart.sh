@@ -192,12 +192,22 @@ else
     # Checked first: nothing is installed for a run that cannot build.
     if ! command -v swift >/dev/null 2>&1; then
         cat >&2 <<'EOF'
-Swift 6 is not installed (no `swift` on PATH). Debian 12 has no Swift package:
+Swift 6.1 or later is not installed (no `swift` on PATH). Debian 12 has no Swift package:
 install the toolchain from https://www.swift.org/install/linux/ (or use the
 swiftlang/swift Debian 12 image), put its usr/bin on PATH, check with
 `swift --version`, and run this script again.
 EOF
         exit 1
+    fi
+    # Package.swift says swift-tools-version 6.1: an older toolchain refuses it
+    # with a message about the manifest, not about the version to install.
+    swift_version=$(swift --version 2>&1 | sed -n 's/.*Swift version \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1 \2/p' | head -n 1)
+    if [ -n "$swift_version" ]; then
+        read -r swift_major swift_minor <<<"$swift_version"
+        if [ "$swift_major" -lt 6 ] || { [ "$swift_major" -eq 6 ] && [ "$swift_minor" -lt 1 ]; }; then
+            echo "Swift $swift_major.$swift_minor is too old: AssertGate needs Swift 6.1 or later (https://www.swift.org/install/linux/)." >&2
+            exit 1
+        fi
     fi
     say "1/7 system packages"
     SUDO=""

@@ -56,9 +56,11 @@ public enum RulesSummary {
         }
         for (i, route) in config.routes.enumerated() where route.mode != .passthrough {
             if config.fraudMetric == nil {
-                // The old route key is the same rule: its message keeps the old name.
+                // The old route key is the same rule, and either may be the one in the file.
                 if route.rules.require.maxRiskMetric != nil {
-                    out.append("routes[\(i)].maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts")
+                    out.append(
+                        "routes[\(i)].rules.require.maxRiskMetric (or its old spelling routes[\(i)].maxRiskMetric) has no effect without fraudMetric: "
+                            + "keys get a risk metric only from refreshed receipts")
                 }
                 if route.rules.flag.maxRiskMetric != nil {
                     out.append("routes[\(i)].rules.flag.maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts")

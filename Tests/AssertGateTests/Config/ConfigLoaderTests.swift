@@ -1108,7 +1108,7 @@ private func minimalPlus(_ extra: String) -> String { minimalYAML + extra }
             .replacingOccurrences(of: "{memory: {}}", with: "{redis: {}}")
             .replacingOccurrences(of: "mode: enforce}", with: "mode: enforce, maxRiskMetric: 5}")
         #expect(try load(yaml, base: dir.path).warnings == [
-            "routes[0].maxRiskMetric has no effect without fraudMetric: keys get a risk metric only from refreshed receipts"
+            "routes[0].rules.require.maxRiskMetric (or its old spelling routes[0].maxRiskMetric) has no effect without fraudMetric: keys get a risk metric only from refreshed receipts"
         ])
         let refreshing = yaml + "fraudMetric: {teamId: ABCDE12345, keyId: XYZ1234567, privateKey: {file: AuthKey.p8}}\n"
         #expect(try load(refreshing, base: dir.path).warnings.isEmpty)

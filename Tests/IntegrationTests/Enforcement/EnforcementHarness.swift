@@ -350,13 +350,14 @@ final class EnforcementHarness: @unchecked Sendable {
     /// Content-Length in the answer would make it wait for one).
     func send(
         _ method: String, _ path: String, headers: [(String, String)] = [], body: String? = nil,
-        http1: Bool = false, base: String? = nil
+        http1: Bool = false, base: String? = nil, requestTarget: String? = nil
     ) async throws -> Response {
         let tag = UUID().uuidString
         let bodyOut = directory + "/\(tag).body"
         var args = ["-sS", "--path-as-is", "-D", "-", "-o", bodyOut] + (method == "HEAD" ? ["--head"] : ["-X", method])
         args.append(http1 ? "--http1.1" : "--http2-prior-knowledge")
         for (n, v) in headers { args += ["-H", "\(n): \(v)"] }
+        if let requestTarget { args += ["--request-target", requestTarget] }
         if let body {
             let bodyIn = directory + "/\(tag).in"
             try body.write(toFile: bodyIn, atomically: true, encoding: .utf8)

@@ -218,6 +218,29 @@ extension Integration {
         /// protocol.md §4 step 1 needs only the head: an enforce route answers a
         /// request without (or with malformed) assertion headers at once, without
         /// waiting for, or buffering, a body that could never verify.
+        /// An HTTP/1.1 target in absolute form reaches the upstream in origin
+        /// form, and that is the form its assertion signs (as HTTP/2's
+        /// `:path` is): signed over the absolute form it is `bad-signature`.
+        @Test func anAbsoluteFormTargetIsSignedInItsOriginForm() async throws {
+            let h = try await EnforcementHarness.start()
+            let device = try h.newDevice()
+            #expect(try await h.attest(device).status == 201)
+            let absolute = "http://api.example.test/enforce/abs?x=1"
+            let origin = try await h.send(
+                "GET", "/enforce/abs?x=1", headers: h.assertionHeaders(device, method: "GET", path: "/enforce/abs?x=1", counter: 1),
+                http1: true, requestTarget: absolute)
+            #expect(origin.status == 200, "\(origin.body)")
+            #expect(h.lastUpstreamHead?.uri == "/enforce/abs?x=1")
+            #expect(h.lastUpstreamHead?.headers.first(name: "host") == "api.example.test")
+            #expect(h.lastUpstreamHead?.headers.first(name: "x-assertgate-trust") == "verified")
+            let asSent = try await h.send(
+                "GET", "/enforce/abs?x=1", headers: h.assertionHeaders(device, method: "GET", path: absolute, counter: 2),
+                http1: true, requestTarget: absolute)
+            #expect(asSent.status == 403)
+            #expect(asSent.reason == "bad-signature")
+            try await h.stop()
+        }
+
         @Test func enforceRoutesAnswerMissingOrMalformedHeadersFromTheHead() async throws {
             let h = try await EnforcementHarness.start()
             let port = String(h.server.ports[0])
