@@ -80,6 +80,9 @@ extension Integration {
                         return False
             # h2c prior knowledge; :method GET, :scheme http, :path /hello, :authority t
             block = b"\x82\x86" + b"\x04\x06/hello" + b"\x01\x01t"
+            if mode == "preface-only":
+                # HTTP/2's magic, then no SETTINGS: the protocol is not shown yet.
+                s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
             if mode in ("h2idle", "h2trickle", "h2refused"):
                 s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b""))
                 # END_STREAM | END_HEADERS; "h2refused" adds a field name in
@@ -172,6 +175,20 @@ extension Integration {
             let result = try h.gateway.reloadListeners(from: config)
             #expect(result.needRestart.isEmpty)
             let o = try await run(h, "silent")
+            let closedAfter = try #require(o.closedAfter)
+            #expect((0.28..<5).contains(closedAfter), "closed after \(closedAfter) s")
+            try await h.stop()
+        }
+
+        /// A connection has shown its protocol only with HTTP/2's SETTINGS
+        /// after the magic (or an HTTP/1.1 request byte): until then the
+        /// handshake deadline holds, not the idle timeout (10 s here).
+        @Test func anHTTP2PrefaceWithoutSettingsIsClosedAtTheHandshakeTimeout() async throws {
+            let h = try await Harness.start { config in
+                config.listeners[0].handshakeTimeout = .milliseconds(300)
+                config.listeners[0].idleTimeout = .seconds(10)
+            }
+            let o = try await run(h, "preface-only")
             let closedAfter = try #require(o.closedAfter)
             #expect((0.28..<5).contains(closedAfter), "closed after \(closedAfter) s")
             try await h.stop()

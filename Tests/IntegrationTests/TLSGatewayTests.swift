@@ -45,6 +45,51 @@ extension Integration {
             try await h.stop()
         }
 
+        /// A client that completes the TLS handshake, ALPN included, and then
+        /// says nothing is closed at `handshakeTimeout` (1 s), not held for
+        /// `idleTimeout` (20 s): a connection is established by its
+        /// protocol's first words (HTTP/2's SETTINGS, an HTTP/1.1 request
+        /// byte), not by ALPN.
+        @Test(arguments: ["h2", "http/1.1"])
+        func aSilentClientAfterTheHandshakeIsClosedAtTheHandshakeTimeout(_ alpn: String) async throws {
+            let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            try await Self.makeCertificate(in: dir, cn: "127.0.0.1")
+            let h = try await Harness.start { config in
+                var listener = ListenerConfig(
+                    address: HostPort(host: "127.0.0.1", port: 0),
+                    tls: TLSConfig(certificate: dir + "/tls.crt", privateKey: dir + "/tls.key"))
+                listener.handshakeTimeout = .seconds(1)
+                listener.idleTimeout = .seconds(20)
+                config.listeners = [listener]
+            }
+            let client = """
+                import json, socket, ssl, sys, time
+                ctx = ssl.create_default_context()
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+                ctx.set_alpn_protocols([sys.argv[2]])
+                s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))))
+                start = time.monotonic()
+                chosen = s.selected_alpn_protocol()
+                s.settimeout(15)
+                try:
+                    while s.recv(4096):
+                        pass
+                except (ConnectionResetError, ssl.SSLError, socket.timeout):
+                    pass
+                print(json.dumps({"alpn": chosen, "closedAfter": time.monotonic() - start}))
+                """
+            let r = try await Run.tool("/usr/bin/python3", ["-c", client, String(h.port), alpn], timeout: 30)
+            #expect(r.status == 0, "\(r.stderr)")
+            let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+            #expect(o?["alpn"] as? String == alpn, "\(r.stdout)")
+            let closedAfter = o?["closedAfter"] as? Double ?? 99
+            #expect(closedAfter < 5, "closed after \(closedAfter) s")
+            try await h.stop()
+        }
+
         /// A certificate renewed in place (certbot, cert-manager) is served to new
         /// connections after a reload; a file that does not load changes nothing.
         @Test func reloadReadsRenewedCertificates() async throws {

@@ -252,6 +252,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         case .emptyDataReceived:
             charge(&emptyDataBudget)
         case .settingsReceived:
+            // The first is the client's preface: the connection has shown its
+            // protocol, and only idleness (or a slow head) closes it from now.
+            timeouts?.markEstablished()
             charge(&settingsBudget)
         case .pingReceived:
             charge(&pingBudget)

@@ -2,9 +2,11 @@ import NIOCore
 
 /// Closes a client connection that never gets going or goes quiet, so idle or
 /// stalled peers cannot hold file descriptors forever:
-/// - not established (TLS handshake done and the front end chosen, see
-///   `markEstablished`) within `handshakeTimeout`: a TCP connection that sends
-///   nothing, a handshake that stalls;
+/// - not established within `handshakeTimeout` (TLS handshake done and the
+///   client shown its protocol: HTTP/2's preface with its SETTINGS, or the
+///   first byte of an HTTP/1.1 request; see `markEstablished`): a TCP
+///   connection that sends nothing, a handshake that stalls, a handshake
+///   followed by silence;
 /// - no byte read and no write issued for `idleTimeout` afterwards: a
 ///   keep-alive connection left open, or a peer that stopped reading (our
 ///   writes, close_notify included, never complete and nothing new happens).
@@ -32,6 +34,9 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     /// response timeout is not cut by the shorter idle timeout of before.
     private let current: (@Sendable () -> (idle: TimeAmount, header: TimeAmount))?
     private var established = false
+    /// The HTTP/1.1 front end is in (ALPN chose it) but no byte of a request
+    /// has come: the first one establishes the connection.
+    private var establishOnRead = false
     private var lastActivity = NIODeadline.uptimeNanoseconds(0)
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
@@ -80,6 +85,15 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         arm(context: context, at: establishedDeadline)
     }
 
+    /// The HTTP/1.1 front end was chosen before any request byte came (by
+    /// ALPN): the handshake deadline runs until the first one, so a client
+    /// that completes a TLS handshake and says nothing is closed at
+    /// `handshakeTimeout`, not held for `idleTimeout`.
+    func establishAtFirstByte() {
+        guard !established else { return }
+        establishOnRead = true
+    }
+
     /// When an established connection is due to close: idle, or a request
     /// head that has been arriving for too long, whichever comes first.
     private var establishedDeadline: NIODeadline {
@@ -109,6 +123,10 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if establishOnRead {
+            establishOnRead = false
+            markEstablished()
+        }
         lastActivity = context.eventLoop.now
         if awaitingHead, headStartedAt == nil {
             startHeaderClock(context: context, at: lastActivity)

@@ -142,11 +142,17 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
             let bound = NIOLoopBound(observer, eventLoop: context.eventLoop)
             context.channel.closeFuture.whenComplete { _ in bound.value.connectionClosed(http2: http2) }
         }
-        if let timeouts {
-            timeouts.markEstablished()
-            // The bytes read to choose HTTP/1.1 are the start of its first request
-            // head: its header clock runs from them, not from the next read.
-            if !http2, let b = buffered, b.readableBytes > 0 { timeouts.requestHeadStarted() }
+        if let timeouts, !http2 {
+            // (HTTP/2 is established by its client's SETTINGS: HTTP2ServerConnection.)
+            if let b = buffered, b.readableBytes > 0 {
+                // The bytes read to choose HTTP/1.1 are the start of its first request
+                // head: its header clock runs from them, not from the next read.
+                timeouts.markEstablished()
+                timeouts.requestHeadStarted()
+            } else {
+                // Chosen by ALPN: the first request byte is still to come.
+                timeouts.establishAtFirstByte()
+            }
         }
         if let b = buffered {
             buffered = nil
