@@ -90,6 +90,71 @@ extension Integration {
             try await h.stop()
         }
 
+        /// An idle connection is closed the way a shutdown closes it: over TLS
+        /// with close_notify (a bare EOF would look like a cut), on HTTP/2
+        /// after a GOAWAY naming the last stream served.
+        @Test(arguments: ["h2", "http/1.1"])
+        func anIdleConnectionIsClosedWithGoAwayAndCloseNotify(_ alpn: String) async throws {
+            let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            try await Self.makeCertificate(in: dir, cn: "127.0.0.1")
+            let h = try await Harness.start { config in
+                var listener = ListenerConfig(
+                    address: HostPort(host: "127.0.0.1", port: 0),
+                    tls: TLSConfig(certificate: dir + "/tls.crt", privateKey: dir + "/tls.key"))
+                listener.idleTimeout = .seconds(1)
+                config.listeners = [listener]
+            }
+            let client = """
+                import json, socket, ssl, sys, time
+                ctx = ssl.create_default_context()
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+                ctx.set_alpn_protocols([sys.argv[2]])
+                # Python treats a bare EOF as a clean close unless told not to.
+                ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+                raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+                s = ctx.wrap_socket(raw, suppress_ragged_eofs=False)
+                s.settimeout(15)
+                if sys.argv[2] == "h2":
+                    s.sendall(b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+                else:
+                    s.sendall(b"GET /hello HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n")
+                data, end = b"", None
+                try:
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            end = "close_notify"
+                            break
+                        data += chunk
+                except ssl.SSLError as e:
+                    end = "TLS error (a bare EOF?): %s" % e
+                except (ConnectionResetError, socket.timeout) as e:
+                    end = type(e).__name__
+                goaway = None
+                if sys.argv[2] == "h2":
+                    i = 0
+                    while i + 9 <= len(data):
+                        n = int.from_bytes(data[i:i + 3], "big")
+                        if data[i + 3] == 7:
+                            goaway = int.from_bytes(data[i + 13:i + 17], "big")
+                        i += 9 + n
+                print(json.dumps({"end": end, "goaway": goaway, "answered": data.startswith(b"HTTP/1.1 200")}))
+                """
+            let r = try await Run.tool("/usr/bin/python3", ["-c", client, String(h.port), alpn], timeout: 30)
+            #expect(r.status == 0, "\(r.stderr)")
+            let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+            #expect(o?["end"] as? String == "close_notify", "\(r.stdout)")
+            if alpn == "h2" {
+                #expect(o?["goaway"] as? Int == 0, "\(r.stdout)")  // NO_ERROR
+            } else {
+                #expect(o?["answered"] as? Bool == true, "\(r.stdout)")
+            }
+            try await h.stop()
+        }
+
         /// A certificate renewed in place (certbot, cert-manager) is served to new
         /// connections after a reload; a file that does not load changes nothing.
         @Test func reloadReadsRenewedCertificates() async throws {

@@ -173,16 +173,30 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         timer = nil
         timerDeadline = nil
         guard context.channel.isActive else { return }
-        guard established else {
+        guard established, !closingIdle else {
+            // Before the protocol is known, or after the idle close's grace: at once.
             context.close(promise: nil)
             return
         }
         refreshTimeouts()
-        let due = establishedDeadline
-        if due <= context.eventLoop.now {
+        let now = context.eventLoop.now
+        if let started = headStartedAt, started + headerTimeout <= now {
+            // A head dragged out (slowloris): no courtesy.
             context.close(promise: nil)
+        } else if lastActivity + idleTimeout <= now {
+            // Idle: closed as a shutdown closes it, through the front end and
+            // the TLS handler (GOAWAY with the last stream on HTTP/2,
+            // close_notify over TLS), so a client can tell it from a cut; a
+            // peer that does not take them is closed after a short grace.
+            closingIdle = true
+            arm(context: context, at: now + Self.idleCloseGrace)
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         } else {
-            arm(context: context, at: due)
+            arm(context: context, at: establishedDeadline)
         }
     }
+
+    /// The idle close is under way (quiesce sent); the next firing ends it.
+    private var closingIdle = false
+    static let idleCloseGrace = TimeAmount.seconds(2)
 }

@@ -4,6 +4,16 @@ import NIOEmbedded
 import Testing
 @testable import AssertGateCore
 
+/// Counts the quiesce events that reach the front end's place in the pipeline.
+final class QuiesceRecorder: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    var quiesced = 0
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent { quiesced += 1 }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
+
 @Suite struct ConnectionTimeoutHandlerTests {
     private func channel(headerTimeout: TimeAmount = .seconds(30)) throws
         -> (EmbeddedChannel, EmbeddedEventLoop, ConnectionTimeoutHandler)
@@ -108,7 +118,14 @@ import Testing
         try ch.writeOutbound(ByteBuffer(string: "y"))  // write: activity at t = 15
         loop.advanceTime(by: .seconds(9))
         #expect(ch.isActive)
+        let front = QuiesceRecorder()
+        try ch.pipeline.syncOperations.addHandler(front)
         loop.advanceTime(by: .seconds(1))
+        // Idle: the front end is asked to close as a shutdown would (GOAWAY,
+        // close_notify); one that does not is closed after the grace.
+        #expect(front.quiesced == 1)
+        #expect(ch.isActive)
+        loop.advanceTime(by: ConnectionTimeoutHandler.idleCloseGrace)
         #expect(!ch.isActive)
         #expect(try ch.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "y"))
     }
@@ -128,7 +145,7 @@ import Testing
         live.withLockedValue { $0.idle = .seconds(30) }  // the reload
         loop.advanceTime(by: .seconds(10))
         #expect(ch.isActive, "closed at the idle timeout of before the reload")
-        loop.advanceTime(by: .seconds(19))
+        loop.advanceTime(by: .seconds(19) + ConnectionTimeoutHandler.idleCloseGrace)
         #expect(!ch.isActive)
 
         // Shortened: the connection closes at the new value once the timer fires.
@@ -139,7 +156,7 @@ import Testing
         try ch2.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         shorter.withLockedValue { $0.idle = .seconds(5) }
         h2.markEstablished()
-        loop.advanceTime(by: .seconds(5))
+        loop.advanceTime(by: .seconds(5) + ConnectionTimeoutHandler.idleCloseGrace)
         #expect(!ch2.isActive)
     }
 }
