@@ -14,28 +14,15 @@ set -u
 COUNT=${1:-1000000}; ROUNDS=${2:-3}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 command -v nghttpx >/dev/null || { echo "nghttpx missing: apt-get install nghttp2-proxy" >&2; exit 2; }
-WORK="$(mktemp -d /tmp/assertgate-tiny-frames.XXXXXX)"
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
+WORK_NAME=tiny-frames
+. "$ROOT/Benchmarks/bench-base.sh"
 # The upstream reads every body before it answers (nginx's `return` answers
 # at the head, and the upload would end there): the quickstart's demo API.
 UP=$(free_port); GP=$(free_port); AP=$(free_port)
 python3 "$ROOT/deploy/demo-upstream.py" "$UP" >"$WORK/upstream.log" 2>&1 & pids+=($!)
 TICK=$(getconf CLK_TCK)
 start_gateway() {  # binary port admin-port
-  cat >"$WORK/gw-$2.yaml" <<YAML
-listeners: [{address: 127.0.0.1:$2}]
-admin: {address: 127.0.0.1:$3}
-apps: [{appId: ABCDE12345.com.example.app}]
-store: {memory: {}}
-upstreams: {api: {endpoints: [http://127.0.0.1:$UP]}}
-routes: [{match: {prefix: /}, upstream: api, mode: passthrough}]
-limits: {maxRequestBodyBytes: 1GiB}
-logging: {level: warning, format: text}
-YAML
+  passthrough_yaml "address: 127.0.0.1:$2" "$3" "http://127.0.0.1:$UP" "limits: {maxRequestBodyBytes: 1GiB}" >"$WORK/gw-$2.yaml"
   "$1" serve --config "$WORK/gw-$2.yaml" --workers 1 >"$WORK/gw-$2.log" 2>&1 & pids+=($!)
   echo $!
 }

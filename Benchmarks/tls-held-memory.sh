@@ -12,12 +12,8 @@
 set -u
 N=${1:-100}; SIZE=${2:-2097152}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="$(mktemp -d /tmp/assertgate-tls-held.XXXXXX)"
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
+WORK_NAME=tls-held
+. "$ROOT/Benchmarks/bench-base.sh"
 mkdir -p "$WORK/www"
 head -c "$SIZE" /dev/zero >"$WORK/www/big.bin"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
@@ -27,15 +23,8 @@ UP=$(free_port)
 measure() {  # name binary
   local gp ap gw before held
   gp=$(free_port); ap=$(free_port)
-  cat >"$WORK/gw-$1.yaml" <<YAML
-listeners: [{address: 127.0.0.1:$gp, tls: {certificate: $WORK/tls.crt, privateKey: $WORK/tls.key}, idleTimeout: 600s}]
-admin: {address: 127.0.0.1:$ap}
-apps: [{appId: ABCDE12345.com.example.app}]
-store: {memory: {}}
-upstreams: {api: {endpoints: [http://127.0.0.1:$UP]}}
-routes: [{match: {prefix: /}, upstream: api, mode: passthrough}]
-logging: {level: warning, format: text}
-YAML
+  passthrough_yaml "address: 127.0.0.1:$gp, tls: {certificate: $WORK/tls.crt, privateKey: $WORK/tls.key}, idleTimeout: 600s" \
+    "$ap" "http://127.0.0.1:$UP" >"$WORK/gw-$1.yaml"
   "$2" serve --config "$WORK/gw-$1.yaml" --workers 1 >"$WORK/gw-$1.log" 2>&1 & gw=$!; pids+=($gw)
   for _ in $(seq 100); do curl -skf "https://127.0.0.1:$gp/big.bin" -o /dev/null && break; sleep 0.1; done
   before=$(awk '/VmRSS/{print $2}' "/proc/$gw/status")

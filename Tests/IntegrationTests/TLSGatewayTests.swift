@@ -18,6 +18,39 @@ extension Integration {
             #expect(made.status == 0, "\(made.stderr)")
         }
 
+        /// A gateway with one TLS listener (a fresh self-signed certificate),
+        /// `adjust`ed, and a Python client's TLS opening that offers ALPN
+        /// `sys.argv[2]` to port `sys.argv[1]` (`ctx`, then `s`); `body`
+        /// gets both. The certificate's directory goes when it returns.
+        static func withTLSGateway(
+            _ adjust: (inout ListenerConfig) -> Void, _ body: (Harness, _ clientOpening: String) async throws -> Void
+        ) async throws {
+            let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            try await makeCertificate(in: dir, cn: "127.0.0.1")
+            let h = try await Harness.start { config in
+                var listener = ListenerConfig(
+                    address: HostPort(host: "127.0.0.1", port: 0),
+                    tls: TLSConfig(certificate: dir + "/tls.crt", privateKey: dir + "/tls.key"))
+                adjust(&listener)
+                config.listeners = [listener]
+            }
+            let opening = """
+                import json, socket, ssl, sys, time
+                ctx = ssl.create_default_context()
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+                ctx.set_alpn_protocols([sys.argv[2]])
+                # Python treats a bare EOF as a clean close unless told not to.
+                ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+                s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), suppress_ragged_eofs=False)
+
+                """
+            try await body(h, opening)
+            try await h.stop()
+        }
+
         @Test func curlOverTLSWithALPNh2AndHTTP11() async throws {
             let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -52,42 +85,28 @@ extension Integration {
         /// byte), not by ALPN.
         @Test(arguments: ["h2", "http/1.1"])
         func aSilentClientAfterTheHandshakeIsClosedAtTheHandshakeTimeout(_ alpn: String) async throws {
-            let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: dir) }
-            try await Self.makeCertificate(in: dir, cn: "127.0.0.1")
-            let h = try await Harness.start { config in
-                var listener = ListenerConfig(
-                    address: HostPort(host: "127.0.0.1", port: 0),
-                    tls: TLSConfig(certificate: dir + "/tls.crt", privateKey: dir + "/tls.key"))
-                listener.handshakeTimeout = .seconds(1)
-                listener.idleTimeout = .seconds(20)
-                config.listeners = [listener]
-            }
-            let client = """
-                import json, socket, ssl, sys, time
-                ctx = ssl.create_default_context()
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-                ctx.set_alpn_protocols([sys.argv[2]])
-                s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))))
-                start = time.monotonic()
-                chosen = s.selected_alpn_protocol()
-                s.settimeout(15)
-                try:
-                    while s.recv(4096):
+            try await Self.withTLSGateway({
+                $0.handshakeTimeout = .seconds(1)
+                $0.idleTimeout = .seconds(20)
+            }) { h, opening in
+                let client = opening + """
+                    start = time.monotonic()
+                    chosen = s.selected_alpn_protocol()
+                    s.settimeout(15)
+                    try:
+                        while s.recv(4096):
+                            pass
+                    except (ConnectionResetError, ssl.SSLError, socket.timeout):
                         pass
-                except (ConnectionResetError, ssl.SSLError, socket.timeout):
-                    pass
-                print(json.dumps({"alpn": chosen, "closedAfter": time.monotonic() - start}))
-                """
-            let r = try await Run.tool("/usr/bin/python3", ["-c", client, String(h.port), alpn], timeout: 30)
-            #expect(r.status == 0, "\(r.stderr)")
-            let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
-            #expect(o?["alpn"] as? String == alpn, "\(r.stdout)")
-            let closedAfter = o?["closedAfter"] as? Double ?? 99
-            #expect(closedAfter < 5, "closed after \(closedAfter) s")
-            try await h.stop()
+                    print(json.dumps({"alpn": chosen, "closedAfter": time.monotonic() - start}))
+                    """
+                let r = try await Run.tool("/usr/bin/python3", ["-c", client, String(h.port), alpn], timeout: 30)
+                #expect(r.status == 0, "\(r.stderr)")
+                let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+                #expect(o?["alpn"] as? String == alpn, "\(r.stdout)")
+                let closedAfter = o?["closedAfter"] as? Double ?? 99
+                #expect(closedAfter < 5, "closed after \(closedAfter) s")
+            }
         }
 
         /// An idle connection is closed the way a shutdown closes it: over TLS
@@ -95,64 +114,45 @@ extension Integration {
         /// after a GOAWAY naming the last stream served.
         @Test(arguments: ["h2", "http/1.1"])
         func anIdleConnectionIsClosedWithGoAwayAndCloseNotify(_ alpn: String) async throws {
-            let dir = NSTemporaryDirectory() + "assertgate-tls-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: dir) }
-            try await Self.makeCertificate(in: dir, cn: "127.0.0.1")
-            let h = try await Harness.start { config in
-                var listener = ListenerConfig(
-                    address: HostPort(host: "127.0.0.1", port: 0),
-                    tls: TLSConfig(certificate: dir + "/tls.crt", privateKey: dir + "/tls.key"))
-                listener.idleTimeout = .seconds(1)
-                config.listeners = [listener]
+            try await Self.withTLSGateway({ $0.idleTimeout = .seconds(1) }) { h, opening in
+                let client = opening + """
+                    s.settimeout(15)
+                    if sys.argv[2] == "h2":
+                        s.sendall(b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+                    else:
+                        s.sendall(b"GET /hello HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n")
+                    data, end = b"", None
+                    try:
+                        while True:
+                            chunk = s.recv(65536)
+                            if not chunk:
+                                end = "close_notify"
+                                break
+                            data += chunk
+                    except ssl.SSLError as e:
+                        end = "TLS error (a bare EOF?): %s" % e
+                    except (ConnectionResetError, socket.timeout) as e:
+                        end = type(e).__name__
+                    goaway = None
+                    if sys.argv[2] == "h2":
+                        i = 0
+                        while i + 9 <= len(data):
+                            n = int.from_bytes(data[i:i + 3], "big")
+                            if data[i + 3] == 7:
+                                goaway = int.from_bytes(data[i + 13:i + 17], "big")
+                            i += 9 + n
+                    print(json.dumps({"end": end, "goaway": goaway, "answered": data.startswith(b"HTTP/1.1 200")}))
+                    """
+                let r = try await Run.tool("/usr/bin/python3", ["-c", client, String(h.port), alpn], timeout: 30)
+                #expect(r.status == 0, "\(r.stderr)")
+                let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+                #expect(o?["end"] as? String == "close_notify", "\(r.stdout)")
+                if alpn == "h2" {
+                    #expect(o?["goaway"] as? Int == 0, "\(r.stdout)")  // NO_ERROR
+                } else {
+                    #expect(o?["answered"] as? Bool == true, "\(r.stdout)")
+                }
             }
-            let client = """
-                import json, socket, ssl, sys, time
-                ctx = ssl.create_default_context()
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-                ctx.set_alpn_protocols([sys.argv[2]])
-                # Python treats a bare EOF as a clean close unless told not to.
-                ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
-                raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-                s = ctx.wrap_socket(raw, suppress_ragged_eofs=False)
-                s.settimeout(15)
-                if sys.argv[2] == "h2":
-                    s.sendall(b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
-                else:
-                    s.sendall(b"GET /hello HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n")
-                data, end = b"", None
-                try:
-                    while True:
-                        chunk = s.recv(65536)
-                        if not chunk:
-                            end = "close_notify"
-                            break
-                        data += chunk
-                except ssl.SSLError as e:
-                    end = "TLS error (a bare EOF?): %s" % e
-                except (ConnectionResetError, socket.timeout) as e:
-                    end = type(e).__name__
-                goaway = None
-                if sys.argv[2] == "h2":
-                    i = 0
-                    while i + 9 <= len(data):
-                        n = int.from_bytes(data[i:i + 3], "big")
-                        if data[i + 3] == 7:
-                            goaway = int.from_bytes(data[i + 13:i + 17], "big")
-                        i += 9 + n
-                print(json.dumps({"end": end, "goaway": goaway, "answered": data.startswith(b"HTTP/1.1 200")}))
-                """
-            let r = try await Run.tool("/usr/bin/python3", ["-c", client, String(h.port), alpn], timeout: 30)
-            #expect(r.status == 0, "\(r.stderr)")
-            let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
-            #expect(o?["end"] as? String == "close_notify", "\(r.stdout)")
-            if alpn == "h2" {
-                #expect(o?["goaway"] as? Int == 0, "\(r.stdout)")  // NO_ERROR
-            } else {
-                #expect(o?["answered"] as? Bool == true, "\(r.stdout)")
-            }
-            try await h.stop()
         }
 
         /// A certificate renewed in place (certbot, cert-manager) is served to new
