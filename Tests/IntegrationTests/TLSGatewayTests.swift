@@ -109,6 +109,61 @@ extension Integration {
             }
         }
 
+        /// The client's Finished and its first HTTP/1.1 request in one
+        /// socket read (TLS 1.3 clients send them together): the request
+        /// establishes the connection, so an answer slower than
+        /// `handshakeTimeout` (1 s here; the upstream takes 2.5 s) still
+        /// arrives. It was cut at the handshake deadline: the request had
+        /// come in the read that ended the handshake, before the front end
+        /// was told to wait for it.
+        @Test func aRequestSentWithTheFinishedOutlivesTheHandshakeTimeout() async throws {
+            try await Self.withTLSGateway({
+                $0.handshakeTimeout = .seconds(1)
+                $0.idleTimeout = .seconds(20)
+            }) { h, _ in
+                // The handshake by hand (MemoryBIO), holding the client's
+                // Finished back until the request is written after it.
+                let client = #"""
+                    import json, socket, ssl, sys
+                    ctx = ssl.create_default_context()
+                    ctx.check_hostname = False
+                    ctx.verify_mode = ssl.CERT_NONE
+                    ctx.set_alpn_protocols(["http/1.1"])
+                    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+                    tls = ctx.wrap_bio(incoming, outgoing)
+                    sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+                    sock.settimeout(15)
+                    while True:
+                        try:
+                            tls.do_handshake()
+                            break
+                        except ssl.SSLWantReadError:
+                            pending = outgoing.read()
+                            if pending:
+                                sock.sendall(pending)
+                            incoming.write(sock.recv(65536))
+                    tls.write(b"GET /slow?ms=2500 HTTP/1.1\r\nHost: t\r\n\r\n")
+                    sock.sendall(outgoing.read())  # Finished and the request: one segment
+                    answer = b""
+                    while b"slow" not in answer:
+                        data = sock.recv(65536)
+                        if not data:
+                            break
+                        incoming.write(data)
+                        try:
+                            while True:
+                                answer += tls.read(65536)
+                        except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                            pass
+                    print(json.dumps({"answered": answer.startswith(b"HTTP/1.1 200"), "slow": b"slow" in answer}))
+                    """#
+                let r = try await Run.tool("/usr/bin/python3", ["-c", client, String(h.port)], timeout: 30)
+                #expect(r.status == 0, "\(r.stderr)")
+                let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+                #expect(o?["answered"] as? Bool == true && o?["slow"] as? Bool == true, "\(r.stdout) \(r.stderr)")
+            }
+        }
+
         /// An idle connection is closed the way a shutdown closes it: over TLS
         /// with close_notify (a bare EOF would look like a cut), on HTTP/2
         /// after a GOAWAY naming the last stream served.

@@ -86,7 +86,8 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     /// The HTTP/1.1 front end was chosen before any request byte came (by
-    /// ALPN): the handshake deadline runs until the first one, so a client
+    /// ALPN): the handshake deadline runs until the next read, or the first
+    /// request head if it came with the handshake's last read, so a client
     /// that completes a TLS handshake and says nothing is closed at
     /// `handshakeTimeout`, not held for `idleTimeout`.
     func establishAtFirstByte() {
@@ -117,7 +118,15 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     /// The head is complete: no header clock until the next head starts.
+    /// A first HTTP/1.1 head establishes the connection: over TLS it can
+    /// come in the very read that finished the handshake (the client's
+    /// Finished and its request together), which this handler saw as
+    /// ciphertext before the front end existed.
     func requestHeadReceived() {
+        if establishOnRead {
+            establishOnRead = false
+            markEstablished()
+        }
         awaitingHead = false
         headStartedAt = nil
     }
@@ -190,7 +199,10 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
             // peer that does not take them is closed after a short grace.
             closingIdle = true
             arm(context: context, at: now + Self.idleCloseGrace)
-            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+            if !quiesced {
+                quiesced = true
+                context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+            }
         } else {
             arm(context: context, at: establishedDeadline)
         }
@@ -198,5 +210,16 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
 
     /// The idle close is under way (quiesce sent); the next firing ends it.
     private var closingIdle = false
+    /// A quiesce went down the pipeline (the idle close's or a shutdown's):
+    /// NIO's HTTP/1.1 pipeline handler takes only one.
+    private var quiesced = false
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            if quiesced { return }
+            quiesced = true
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
     static let idleCloseGrace = TimeAmount.seconds(2)
 }

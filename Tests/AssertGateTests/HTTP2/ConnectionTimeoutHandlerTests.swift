@@ -130,6 +130,34 @@ final class QuiesceRecorder: ChannelInboundHandler {
         #expect(try ch.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "y"))
     }
 
+    /// NIO's HTTP/1.1 pipeline handler takes one quiesce: a shutdown's
+    /// and the idle close's never both reach the front end.
+    @Test func theFrontEndIsAskedToQuiesceOnce() throws {
+        let (ch, loop, handler) = try channel()
+        try establish(ch, handler)
+        let front = QuiesceRecorder()
+        try ch.pipeline.syncOperations.addHandler(front)
+        ch.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())  // a shutdown
+        #expect(front.quiesced == 1)
+        loop.advanceTime(by: .seconds(10))  // then idle
+        #expect(front.quiesced == 1)
+        loop.advanceTime(by: ConnectionTimeoutHandler.idleCloseGrace)
+        #expect(!ch.isActive)
+    }
+
+    /// ALPN chose HTTP/1.1 before any request byte: the first request head
+    /// establishes the connection even when its bytes came in the read
+    /// that ended the handshake (seen here as no later read at all).
+    @Test func aFirstHeadEstablishesAConnectionWaitingForItsFirstByte() throws {
+        let (ch, loop, handler) = try channel()
+        handler.establishAtFirstByte()
+        handler.requestHeadReceived()
+        loop.advanceTime(by: .seconds(5))  // past the handshake timeout (2 s)
+        #expect(ch.isActive)
+        loop.advanceTime(by: .seconds(5) + ConnectionTimeoutHandler.idleCloseGrace)  // idle 10 s
+        #expect(!ch.isActive)
+    }
+
     /// A reload changes the listener's idle timeout: a connection opened
     /// before it follows the new value from the timer's next firing on.
     @Test func theIdleTimeoutFollowsAReloadOnOpenConnections() throws {
