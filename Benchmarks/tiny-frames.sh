@@ -21,16 +21,16 @@ WORK_NAME=tiny-frames
 UP=$(free_port); GP=$(free_port); AP=$(free_port)
 python3 "$ROOT/deploy/demo-upstream.py" "$UP" >"$WORK/upstream.log" 2>&1 & pids+=($!)
 TICK=$(getconf CLK_TCK)
-start_gateway() {  # binary port admin-port
+start_gateway() {  # binary port admin-port; sets STARTED (run in this shell: pids must see it)
   passthrough_yaml "address: 127.0.0.1:$2" "$3" "http://127.0.0.1:$UP" "limits: {maxRequestBodyBytes: 1GiB}" >"$WORK/gw-$2.yaml"
   "$1" serve --config "$WORK/gw-$2.yaml" --workers 1 >"$WORK/gw-$2.log" 2>&1 & pids+=($!)
-  echo $!
+  STARTED=$!
 }
 declare -A PORT PID
-PORT[assertgate]=$GP; PID[assertgate]=$(start_gateway "${ASSERTGATE_BIN:-$BIN/assertgate}" $GP $AP)
+PORT[assertgate]=$GP; start_gateway "${ASSERTGATE_BIN:-$BIN/assertgate}" $GP $AP; PID[assertgate]=$STARTED
 TARGETS="nghttpx assertgate"
 if [ -n "${OLD_ASSERTGATE:-}" ]; then
-  PORT[assertgate-old]=$(free_port); PID[assertgate-old]=$(start_gateway "$OLD_ASSERTGATE" ${PORT[assertgate-old]} $(free_port))
+  PORT[assertgate-old]=$(free_port); start_gateway "$OLD_ASSERTGATE" ${PORT[assertgate-old]} $(free_port); PID[assertgate-old]=$STARTED
   TARGETS="$TARGETS assertgate-old"
 fi
 PORT[nghttpx]=$(free_port)
