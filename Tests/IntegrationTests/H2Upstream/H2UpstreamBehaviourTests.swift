@@ -168,9 +168,11 @@ extension Integration {
                 hang.limits.responseTimeout = .seconds(30)
                 $0.routes.insert(hang, at: 0)
             }
-            // curl gives up after 4 s, which resets the stream and frees the slot.
+            // curl gives up after 12 s, which resets the stream and frees the
+            // slot. (At 4 s, a slow CI machine's start-up had used it all up:
+            // the slot was free again before the second request came.)
             let holder = Task {
-                try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "--interface", "127.0.0.1", "-m", "4", "\(h.base)/hang"])
+                try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "--interface", "127.0.0.1", "-m", "12", "\(h.base)/hang"])
             }
             #expect(try await Self.waitForStats(up) { $0.hangs == 1 }.hangs == 1)
             #expect(h.gateway.upstreamHealth.exhaustedUpstreams.isEmpty)
