@@ -339,8 +339,10 @@ extension Integration {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for _ in 0..<4 {
                         group.addTask {
+                            // 8 s: held past a slow machine's start-up, given up
+                            // before the upstream's 10 s response timeout.
                             _ = try await Run.tool(
-                                "curl", ["-sS", "--http2-prior-knowledge", "--interface", "127.0.0.2", "-m", "4", "\(base)/hang"])
+                                "curl", ["-sS", "--http2-prior-knowledge", "--interface", "127.0.0.2", "-m", "8", "\(base)/hang"])
                         }
                     }
                     try await group.waitForAll()
