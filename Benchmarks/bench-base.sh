@@ -1,4 +1,5 @@
-# Sourced by the benchmarks that start their own processes: WORK (a fresh
+# Sourced by the benchmarks that start their own processes (bench-env.sh
+# too, for enforcement.sh and the like): WORK (a fresh
 # directory; set WORK_NAME first), BIN (the release build), free_port, the
 # pids array and its cleanup on exit, and passthrough_yaml.
 WORK="$(mktemp -d "/tmp/assertgate-${WORK_NAME:-bench}.XXXXXX")"

@@ -5,16 +5,11 @@
 # writes $WORK/gw.yaml (/api/ enforced, /open/ passthrough). NGINX_EXTRA: more
 # directives for nginx's server block (another listen, say).
 
-WORK="$(mktemp -d /tmp/assertgate-bench.XXXXXX)"
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+. "$ROOT/Benchmarks/bench-base.sh"   # WORK, BIN, free_port, pids and their cleanup
 DEV="$BIN/assertgate-device"
 [ -x "$DEV" ] || { echo "build first: swift build -c release --product assertgate && swift build -c release --product assertgate-device" >&2; exit 2; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 UP=$(free_port); RP=$(free_port); GP=$(free_port); AP=$(free_port)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
 
 # Upstream: nginx, 1 worker, keep-alive: the "legacy API" of side-by-side.sh.
 . "$ROOT/Benchmarks/nginx-upstream.sh"

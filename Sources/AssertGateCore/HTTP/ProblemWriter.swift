@@ -48,6 +48,13 @@ public enum ProblemWriter {
 
     // MARK: gRPC
 
+    /// The refusal in the shape the client reads: trailers-only for a gRPC
+    /// request (its `content-type`), a problem+json body otherwise.
+    public static func answer(_ rejection: Rejection, requestId: String, requestContentType: String?) -> ProblemAnswer {
+        isGRPC(contentType: requestContentType)
+            ? grpcAnswer(rejection, requestId: requestId) : answer(rejection, requestId: requestId)
+    }
+
     /// A request gRPC clients make: `content-type: application/grpc`, or
     /// `application/grpc+proto` and the like.
     public static func isGRPC(contentType: String?) -> Bool {

@@ -283,9 +283,7 @@ final class HTTP2Session {
                 // to far more than was sent, and nghttp2 checks every decoded
                 // byte: a block that keeps going is reset, and nghttp2 then only
                 // keeps its table in step, checking nothing.
-                if head.fieldList.isEmpty, Self.isContentType(name, value) {
-                    head.fieldList = [("content-type", String(decoding: value, as: UTF8.self))]
-                }
+                keepContentType(name, value)
                 return listBytes <= limit * Self.overrunFactor
             }
             if listBytes > limit {
@@ -298,9 +296,7 @@ final class HTTP2Session {
                 overLimit = true
                 let type = head.fieldList.first { $0.0 == "content-type" && $0.1.utf8.count <= Self.keptContentTypeBytes }
                 head.fieldList = type.map { [$0] } ?? []
-                if type == nil, Self.isContentType(name, value) {
-                    head.fieldList = [("content-type", String(decoding: value, as: UTF8.self))]
-                }
+                keepContentType(name, value)
                 cookies = []
                 return true
             }
@@ -320,8 +316,11 @@ final class HTTP2Session {
         /// A request's `content-type` short enough to keep from a head over the limit.
         static let keptContentTypeBytes = 128
 
-        static func isContentType(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
-            value.count <= keptContentTypeBytes && HTTP2Session.equals(name, "content-type")
+        /// Past the limit: a short `content-type` is kept if none is yet.
+        private mutating func keepContentType(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+            guard head.fieldList.isEmpty, value.count <= Self.keptContentTypeBytes, HTTP2Session.equals(name, "content-type")
+            else { return }
+            head.fieldList = [("content-type", String(decoding: value, as: UTF8.self))]
         }
 
         private mutating func requestField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {

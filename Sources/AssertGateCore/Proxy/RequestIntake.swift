@@ -95,17 +95,13 @@ extension ResponseSink {
         _ rejection: Rejection, requestId: String, method: String, target: String, contentType: String? = nil,
         observer: (any RequestObserver)?
     ) {
-        let grpc = ProblemWriter.isGRPC(contentType: contentType)
-        let answer =
-            grpc ? ProblemWriter.grpcAnswer(rejection, requestId: requestId) : ProblemWriter.answer(rejection, requestId: requestId)
+        let answer = ProblemWriter.answer(rejection, requestId: requestId, requestContentType: contentType)
         observer?.requestFinished(
             .refusedHead(
                 requestId: requestId, method: method, target: target, status: answer.status, reason: rejection.reason))
-        if grpc {
-            sendResponseHead(status: answer.status, headers: HTTPHeaders(answer.headers), endStream: true)
-            return
-        }
-        sendResponseHead(status: answer.status, headers: HTTPHeaders(answer.headers), endStream: false)
+        // A trailers-only answer has no body: its one HEADERS frame ends the stream.
+        sendResponseHead(status: answer.status, headers: HTTPHeaders(answer.headers), endStream: answer.body.isEmpty)
+        guard !answer.body.isEmpty else { return }
         sendResponseBody(allocator.buffer(string: answer.body))
         sendResponseEnd()
     }

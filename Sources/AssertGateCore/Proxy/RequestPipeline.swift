@@ -230,8 +230,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             bodyHeld += n
             // Written at the end of this event-loop pass, small chunks joined:
             // a client sending 1-byte DATA frames or chunks cost a write, a
-            // flush and a promise each (3.75 µs of gateway CPU a byte, nghttpx
-            // 0.2), and a buffer each while a slow upstream was not reading.
+            // flush and a promise each (4.5 µs of gateway CPU a frame, nghttpx
+            // 0.14: BENCHMARKS §6d), and a buffer each while a slow upstream
+            // was not reading.
             holdBody(buffer)
             scheduleBodyFlush()
         }
@@ -248,7 +249,14 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// it for `upstreamLeased`, which writes it then).
     private func flushPendingBody() {
         bodyFlushScheduled = false
-        guard case .forwarding(let conn) = stage, !pendingBody.isEmpty else { return }
+        guard case .forwarding(let conn) = stage else { return }
+        writePendingBody(to: conn)
+    }
+
+    /// Hands the held chunks to `conn`, in order (taken out first: a write
+    /// that fails at once may answer, and drop what is still held).
+    private func writePendingBody(to conn: any UpstreamExchange) {
+        guard !pendingBody.isEmpty else { return }
         let queued = pendingBody
         pendingBody.removeAll(keepingCapacity: true)
         for b in queued { writeBody(b, to: conn) }
@@ -728,10 +736,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         guard !exchange.responseStarted else { return fail() }
         record.rejection = rejection
         // A gRPC client reads the refusal from trailers (trailers-only answer).
-        let answer =
-            ProblemWriter.isGRPC(contentType: request.headers.first(name: "content-type"))
-            ? ProblemWriter.grpcAnswer(rejection, requestId: request.requestId)
-            : ProblemWriter.answer(rejection, requestId: request.requestId)
+        let answer = ProblemWriter.answer(
+            rejection, requestId: request.requestId, requestContentType: request.headers.first(name: "content-type"))
         sendWhole(
             status: answer.status, headers: HTTPHeaders(answer.headers), body: sink.allocator.buffer(string: answer.body))
     }
@@ -845,9 +851,7 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             bufferedForUpstream = nil
             connection.sendBody(buffered, promise: nil)
         }
-        let queued = pendingBody
-        pendingBody.removeAll()
-        for b in queued { writeBody(b, to: connection) }
+        writePendingBody(to: connection)
         // A buffered body is in the socket's hands now.
         releaseBufferReservation()
         if let trailers { connection.sendTrailers(trailers) }

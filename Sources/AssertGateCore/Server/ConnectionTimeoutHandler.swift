@@ -35,8 +35,14 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     private let current: (@Sendable () -> (idle: TimeAmount, header: TimeAmount))?
     private var established = false
     /// The HTTP/1.1 front end is in (ALPN chose it) but no byte of a request
-    /// has come: the first one establishes the connection.
+    /// has come: the next read, or the first request head, establishes the
+    /// connection (`establishIfWaiting`).
     private var establishOnRead = false
+    /// The idle close is under way (quiesce sent); the next firing ends it.
+    private var closingIdle = false
+    /// A quiesce went down the pipeline (the idle close's or a shutdown's):
+    /// NIO's HTTP/1.1 pipeline handler takes only one.
+    private var quiesced = false
     private var lastActivity = NIODeadline.uptimeNanoseconds(0)
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
@@ -95,6 +101,12 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         establishOnRead = true
     }
 
+    private func establishIfWaiting() {
+        guard establishOnRead else { return }
+        establishOnRead = false
+        markEstablished()
+    }
+
     /// When an established connection is due to close: idle, or a request
     /// head that has been arriving for too long, whichever comes first.
     private var establishedDeadline: NIODeadline {
@@ -123,19 +135,13 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     /// Finished and its request together), which this handler saw as
     /// ciphertext before the front end existed.
     func requestHeadReceived() {
-        if establishOnRead {
-            establishOnRead = false
-            markEstablished()
-        }
+        establishIfWaiting()
         awaitingHead = false
         headStartedAt = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if establishOnRead {
-            establishOnRead = false
-            markEstablished()
-        }
+        establishIfWaiting()
         lastActivity = context.eventLoop.now
         if awaitingHead, headStartedAt == nil {
             startHeaderClock(context: context, at: lastActivity)
@@ -208,12 +214,6 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         }
     }
 
-    /// The idle close is under way (quiesce sent); the next firing ends it.
-    private var closingIdle = false
-    /// A quiesce went down the pipeline (the idle close's or a shutdown's):
-    /// NIO's HTTP/1.1 pipeline handler takes only one.
-    private var quiesced = false
-
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
             if quiesced { return }
@@ -221,5 +221,8 @@ final class ConnectionTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
         }
         context.fireUserInboundEventTriggered(event)
     }
+
+    /// How long an idle connection asked to close (GOAWAY, close_notify) has
+    /// before it is closed at the socket.
     static let idleCloseGrace = TimeAmount.seconds(2)
 }
