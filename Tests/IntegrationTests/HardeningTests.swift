@@ -61,6 +61,11 @@ extension Integration {
             try await Client(args).finish()
         }
 
+        /// `s` as a JSON string: how `h2-get` takes bytes a command line would mangle.
+        static func json(_ s: String) -> String {
+            String(decoding: (try? JSONSerialization.data(withJSONObject: s, options: .fragmentsAllowed)) ?? Data(), as: UTF8.self)
+        }
+
         /// Polls `condition` every 20 ms until it holds or `seconds` pass.
         static func eventually(within seconds: Double, _ condition: () -> Bool) async throws -> Bool {
             let deadline = Date().addingTimeInterval(seconds)
@@ -448,6 +453,93 @@ extension Integration {
             ])
             #expect(r["status"] as? Int == 400, "\(r)")
             #expect(h.upstream.requests.isEmpty)
+            try await h.stop()
+        }
+
+        /// `Connection: host` names a field the gateway must send: the Host
+        /// upstream is rendered from the request's authority, so the upstream
+        /// still gets the client's (before, it got none, RFC 9112 §3.2).
+        @Test func hostReachesTheUpstreamWhateverConnectionLists() async throws {
+            let h = try await Harness.start(threads: 1)
+            let r = try await Self.run([
+                "h1-raw", String(h.port), "GET /hello HTTP/1.1\\r\\nHost: vhost.example\\r\\nConnection: keep-alive, host\\r\\n\\r\\n",
+            ])
+            #expect(r["status"] as? Int == 200, "\(r)")
+            #expect(h.upstream.requests.last?.headers[canonicalForm: "host"] == ["vhost.example"])
+            try await h.stop()
+        }
+
+        /// An authority that is no host and port is answered 400 on both front
+        /// ends (RFC 9112 §3.2, RFC 9113 §8.3.1) and never reaches an upstream
+        /// that builds URLs from it; an HTTP/1.1 request without Host too. An
+        /// HTTP/1.0 one still gets the endpoint's, and IPv6 literals pass.
+        @Test func authoritiesThatAreNoHostAndPortAreRefused() async throws {
+            let h = try await Harness.start(threads: 1)
+            for host in ["evil.example/x?y", "user@evil.example", "evil.example:abc", "a b", "\"q\"", "caf\u{E9}", ""] {
+                let r = try await Self.run([
+                    "h1-raw", String(h.port), "GET /hello HTTP/1.1\\r\\nHost: \(host)\\r\\n\\r\\n",
+                ])
+                #expect(r["status"] as? Int == 400, "Host: \(host) \(r)")
+                #expect((r["body"] as? String)?.contains("malformed-request") == true, "\(r)")
+            }
+            let none = try await Self.run(["h1-raw", String(h.port), "GET /hello HTTP/1.1\\r\\n\\r\\n"])
+            #expect(none["status"] as? Int == 400, "\(none)")
+            for authority in ["user@evil.example", "evil.example:abc"] {
+                let r = try await Self.run(["h2-get", String(h.port), Self.json(authority), Self.json("/hello")])
+                #expect(r["status"] as? Int == 400, "\(authority) \(r)")
+            }
+            // A Host naming another site than :authority.
+            let twoSites = try await Self.run([
+                "h2-get", String(h.port), Self.json("a.example"), Self.json("/hello"), #"[["host", "b.example"]]"#,
+            ])
+            #expect(twoSites["status"] as? Int == 400, "\(twoSites)")
+            #expect(h.upstream.requests.isEmpty, "\(h.upstream.requests.map(\.uri))")
+
+            let v6 = try await Self.run(["h1-raw", String(h.port), "GET /hello HTTP/1.1\\r\\nHost: [::1]:8080\\r\\n\\r\\n"])
+            #expect(v6["status"] as? Int == 200, "\(v6)")
+            let same = try await Self.run([
+                "h2-get", String(h.port), Self.json("A.example:443"), Self.json("/hello"), #"[["host", "a.EXAMPLE:443"]]"#,
+            ])
+            #expect(same["status"] as? Int == 200, "\(same)")
+            let old = try await Self.run(["h1-raw", String(h.port), "GET /hello HTTP/1.0\\r\\n\\r\\n"])
+            #expect(old["status"] as? Int == 200, "\(old)")
+            #expect(h.upstream.requests.map { $0.headers[canonicalForm: "host"] } == [["[::1]:8080"], ["A.example:443"], ["127.0.0.1:\(h.upstream.port)"]])
+            try await h.stop()
+        }
+
+        /// `Transfer-Encoding` is `chunked` alone or the head is refused (400,
+        /// closed; RFC 9112 §6.1, §6.3): a coding before it would reach the
+        /// upstream unlabelled, and without it last the body has no end.
+        @Test func transferCodingsOtherThanChunkedAloneAreRefused() async throws {
+            let h = try await Harness.start(threads: 1)
+            for te in ["gzip, chunked", "identity, chunked", "gzip", "xchunked"] {
+                let r = try await Self.run([
+                    "h1-raw", String(h.port),
+                    "POST /upload HTTP/1.1\\r\\nHost: t\\r\\nTransfer-Encoding: \(te)\\r\\n\\r\\n5\\r\\nhello\\r\\n0\\r\\n\\r\\n",
+                ])
+                #expect(r["status"] as? Int == 400, "Transfer-Encoding: \(te) \(r)")
+            }
+            #expect(h.upstream.requests.isEmpty, "\(h.upstream.requests.map(\.uri))")
+            let chunked = try await Self.run([
+                "h1-raw", String(h.port),
+                "POST /upload HTTP/1.1\\r\\nHost: t\\r\\nTransfer-Encoding: Chunked\\r\\n\\r\\n5\\r\\nhello\\r\\n0\\r\\n\\r\\n",
+            ])
+            #expect((chunked["body"] as? String)?.contains("\"received_bytes\":5") == true, "\(chunked)")
+            try await h.stop()
+        }
+
+        /// A target with a fragment or a byte a URI may not hold is answered
+        /// 400 on both front ends (before, HTTP/2 got `502 upstream-unavailable`
+        /// and a `#` went upstream, which an upstream could route elsewhere).
+        @Test func targetsWithBytesAURIMayNotHoldAreRefused() async throws {
+            let h = try await Harness.start(threads: 1)
+            let h1 = try await Self.run(["h1-raw", String(h.port), "GET /hello#x HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n"])
+            #expect(h1["status"] as? Int == 400, "\(h1)")
+            for path in ["/hello#x", "/hello\u{FF}", "/hello{x}"] {
+                let r = try await Self.run(["h2-get", String(h.port), Self.json("127.0.0.1"), Self.json(path)])
+                #expect(r["status"] as? Int == 400, "\(path) \(r)")
+            }
+            #expect(h.upstream.requests.isEmpty, "\(h.upstream.requests.map(\.uri))")
             try await h.stop()
         }
 

@@ -21,7 +21,6 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     /// The current request's `.end` has been read.
     private var requestComplete = true
     private var requestHasBody = false
-    private var quiescing = false
     /// Request body bytes handed to the pipeline and not yet taken upstream.
     private var unconsumed = 0
     private var readsPaused = false
@@ -122,7 +121,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
 
     private func startRequest(_ head: HTTPRequestHead) {
         let snapshot = worker.snapshot
-        keepAlive = head.isKeepAlive && !quiescing
+        keepAlive = head.isKeepAlive
         unconsumed = 0
         var headerBytes = 0
         // Counted as HTTP/2 counts a header list (RFC 7541 §4.1: name + value + 32
@@ -138,12 +137,22 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         // (The intake frames a Content-Length it cannot read as none.)
         // Two Host fields (RFC 9112 §3.2: answered 400): an upstream that picks
         // a site by Host could read the other one than the gateway logged.
+        // A Transfer-Encoding other than `chunked` alone (RFC 9112 §6.3: 400
+        // and close) and an HTTP/1.1 request without Host (§3.2) likewise.
         let refusedFraming: Rejection? =
-            head.method == .CONNECT
-            ? Rejection(.malformedRequest, "CONNECT is not proxied")
-            : body.framing == .none && head.headers.contains(name: "content-length")
-                ? Rejection(.malformedRequest, "Content-Length is not a number")
-                : head.headers["host"].count > 1 ? Rejection(.malformedRequest, "more than one Host field") : nil
+            if head.method == .CONNECT {
+                Rejection(.malformedRequest, "CONNECT is not proxied")
+            } else if body.framing == .none, head.headers.contains(name: "transfer-encoding") {
+                Rejection(.malformedRequest, "a transfer coding other than chunked alone")
+            } else if body.framing == .none, head.headers.contains(name: "content-length") {
+                Rejection(.malformedRequest, "Content-Length is not a number")
+            } else if head.headers["host"].count > 1 {
+                Rejection(.malformedRequest, "more than one Host field")
+            } else if request.authority == nil, head.version.major == 1, head.version.minor >= 1 {
+                Rejection(.malformedRequest, "an HTTP/1.1 request without Host")
+            } else {
+                nil
+            }
         if let refusedFraming {
             keepAlive = false
             discardingRequest = true
@@ -194,7 +203,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         // Answered before the body was read (413, 404, early upstream answer): close rather
         // than read and discard what may be a very large body.
         if !requestComplete, requestHasBody { keepAlive = false }
-        if !keepAlive || quiescing { h.replaceOrAdd(name: "connection", value: "close") }
+        if !keepAlive { h.replaceOrAdd(name: "connection", value: "close") }
         let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: h)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         if endStream { sendResponseEnd() }
@@ -222,7 +231,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     func sendResponseEnd() {
         guard let context, responding else { return }
         responding = false
-        let close = !keepAlive || quiescing
+        let close = !keepAlive
         if close, !requestComplete, requestHasBody {
             // Half-close: the client sees the answer and EOF, and its remaining
             // body is drained until it stops or the linger timeout closes for good.
@@ -346,11 +355,10 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
             context.close(promise: nil)
             return
         }
-        if event is ChannelShouldQuiesceEvent {
-            quiescing = true
-            if pipeline == nil, !responding { context.close(promise: nil) }
-            return
-        }
+        // ChannelShouldQuiesceEvent (shutdown, idle close) never comes here:
+        // NIO's HTTPServerPipelineHandler takes it, closes an idle connection,
+        // adds `Connection: close` to a head not yet written and closes after
+        // the answer's end (ServeProcessTests pins it).
         context.fireUserInboundEventTriggered(event)
     }
 

@@ -22,6 +22,11 @@ enum ASCII {
         equalsLower(name.utf8, literal)
     }
 
+    /// Two strings equal but for ASCII case (hosts: RFC 3986 §3.2.2).
+    static func sameIgnoringCase(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { lower($0) == lower($1) }
+    }
+
     // MARK: byte slices (the upstream response parser)
 
     /// RFC 9110 tchar.

@@ -173,11 +173,11 @@ enum HeaderRewriter {
         if let authority { out.add(name: "Host", value: authority) }
         var xff: String?
         var forwarded: String?
-        var sawHost = false
         for (name, value) in client {
             let n = name.utf8.count
-            let isHost = n == 4 && ASCII.equalsCI(name, "host")
-            if isHost { sawHost = true }
+            // Host is rendered from the authority above (the intake takes it
+            // from the field): a client's own is never copied.
+            if n == 4, ASCII.equalsCI(name, "host") { continue }
             if isHopByHop(name) { continue }
             if !listed.isEmpty, isListed(name, listed) { continue }
             // Length first: most names are rejected by one integer compare.
@@ -194,7 +194,6 @@ enum HeaderRewriter {
             {
                 continue
             }
-            if isHost, authority != nil { continue }
             if n == 15, ASCII.equalsCI(name, "x-forwarded-for") {
                 xff = xff.map { $0 + ", " + value } ?? value
                 continue
@@ -210,7 +209,7 @@ enum HeaderRewriter {
             }
             out.addClientField(name: name, value: value)
         }
-        if authority == nil, let fallbackHost, !sawHost {
+        if authority == nil, let fallbackHost {
             // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one.
             out.add(name: "Host", value: fallbackHost)
         }
@@ -390,7 +389,7 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
         Self.withBytes(method) { m in
             Self.withBytes(target) { t in put(m, " ", t, " HTTP/1.1\r\n") }
         }
-        if !(Self.isToken(method) && Self.isTarget(target)) { isValid = false }
+        if !(Self.isToken(method) && URISyntax.isTarget(target)) { isValid = false }
     }
 
     mutating func add(name: String, value: String) {
@@ -551,28 +550,5 @@ struct UpstreamHeadWriter: UpstreamHeaderSink {
 
     static func isFieldValue(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
         ASCII.fieldValueRun(s, from: 0) == s.count
-    }
-
-    /// The bytes RFC 3986 allows unencoded in a request target.
-    static func isTarget(_ s: String) -> Bool {
-        allBytes(s) { b in
-            switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"), UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"),
-                UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "@"), UInt8(ascii: "!"), UInt8(ascii: "$"),
-                UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"),
-                UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: "%"):
-                return true
-            default:
-                return false
-            }
-        }
-    }
-
-    @inline(__always)
-    private static func allBytes(_ s: String, _ ok: (UInt8) -> Bool) -> Bool {
-        if let r = s.utf8.withContiguousStorageIfAvailable({ bytes in bytes.allSatisfy(ok) }) { return r }
-        return s.utf8.allSatisfy(ok)
     }
 }

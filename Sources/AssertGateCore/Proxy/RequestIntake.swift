@@ -30,6 +30,7 @@ enum RequestIntake {
         let clean = HeaderRewriter.sanitizeClientHeaders(&headers, snapshot: snapshot)
         var target = target
         var authority = authority
+        var refusal: Rejection? = clean ? nil : Rejection(.malformedRequest, "a header name spelled with an underscore")
         switch wire {
         case .http1:
             if let absolute = AbsoluteTarget(target) {
@@ -37,10 +38,35 @@ enum RequestIntake {
                 target = absolute.originForm
                 authority = absolute.authority
                 headers.remove(name: "host")
+            } else {
+                // The authority is carried as HTTP/2 carries it, so the Host
+                // sent upstream is rendered from it and nothing (a `Connection:
+                // host`) can drop it on the way.
+                authority = headers.first(name: "host")
             }
         case .http2:
-            // :authority, else a Host field (RFC 9113 §8.3.1).
-            if authority == nil { authority = headers.first(name: "host") }
+            // :authority, else a Host field (RFC 9113 §8.3.1). A Host naming
+            // another site than :authority is malformed (§8.3.1, a SHOULD):
+            // the upstream could act on the one the gateway did not log.
+            if let host = headers.first(name: "host") {
+                if let authority {
+                    if !ASCII.sameIgnoringCase(host, authority) {
+                        refusal = refusal ?? Rejection(.malformedRequest, "Host differs from :authority")
+                    }
+                } else {
+                    authority = host
+                }
+            }
+        }
+        // RFC 9112 §3.2 (a MUST for HTTP/1.1, RFC 9113 §8.3.1 for HTTP/2):
+        // an authority that is no host and port (a path, userinfo, a port of
+        // letters) and a target with bytes a URI may not hold are answered 400
+        // here, not passed on for an upstream to read its own way.
+        if let a = authority, !URISyntax.isAuthority(a) {
+            refusal = refusal ?? Rejection(.malformedRequest, "Host is not a host and port")
+        }
+        if !URISyntax.isTarget(target) {
+            refusal = refusal ?? Rejection(.malformedRequest, "the request target holds a byte a URI may not (a fragment, a space, non-ASCII)")
         }
         var fieldsChecked = false
         if case .http2 = wire { fieldsChecked = true }
@@ -50,14 +76,19 @@ enum RequestIntake {
             clientAddress: clientAddress, snapshot: snapshot, fieldsChecked: fieldsChecked)
         return (
             request: request, body: RequestBodyInfo(framing: framing(method: method, headers: headers, wire: wire)),
-            refusal: clean ? nil : Rejection(.malformedRequest, "a header name spelled with an underscore"))
+            refusal: refusal)
     }
 
     static func framing(method: String, headers: HTTPHeaders, wire: Wire) -> RequestBodyFraming {
         switch wire {
         case .http1:
-            if headers[canonicalForm: "transfer-encoding"].contains(where: { ASCII.equalsCI(String($0), "chunked") }) {
-                return .chunked
+            // `chunked` alone (RFC 9112 §6.1): a coding before it would reach
+            // the upstream unlabelled, and a last coding that is not chunked
+            // leaves the body undelimited. Either is framed as none, and the
+            // HTTP/1.1 front end refuses the head.
+            let codings = headers[canonicalForm: "transfer-encoding"]
+            if !codings.isEmpty {
+                return codings.count == 1 && ASCII.equalsCI(String(codings[0]), "chunked") ? .chunked : .none
             }
             if let cl = headers.first(name: "content-length") {
                 // The parser framed the body by this value; read it as the parser

@@ -302,9 +302,9 @@ class H2:
         except (BrokenPipeError, ConnectionResetError):
             self.send_failed = True
 
-    def request(self, sid, method, path, extra=(), end_stream=True):
+    def request(self, sid, method, path, extra=(), end_stream=True, authority="127.0.0.1"):
         f = HeadersFrame(sid)
-        f.data = self.enc.encode([(":method", method), (":scheme", "http"), (":authority", "127.0.0.1"),
+        f.data = self.enc.encode([(":method", method), (":scheme", "http"), (":authority", authority),
                                   (":path", path)] + list(extra))
         f.flags.add("END_HEADERS")
         if end_stream:
@@ -555,6 +555,25 @@ def h2_head_only(port, path, extra_json="[]"):
     out(status=status or 0, elapsed=time.monotonic() - start)
 
 
+def h2_get(port, authority, path, extra_json="[]"):
+    """GET with the given :authority and :path (JSON-escaped, so any bytes
+    below 256 can be sent as themselves) and extra fields: the answer's
+    status, or the stream's reset."""
+    c = H2(port)
+    extra = [tuple(x) for x in json.loads(extra_json)]
+    raw = lambda v: v.encode("latin-1")
+    c.request(1, "GET", raw(path), extra=[(raw(k), raw(v)) for k, v in extra], authority=raw(authority))
+    status, reset = None, None
+    for f in c.frames(10):
+        if isinstance(f, HeadersFrame) and f.stream_id == 1:
+            status = c.status_of(f)
+            break
+        if isinstance(f, RstStreamFrame) and f.stream_id == 1:
+            reset = f.error_code
+            break
+    out(status=status or 0, reset=reset)
+
+
 def h2_huge_field(port):
     """One header field of 70 KiB (over nghttp2's 64 KiB HPACK limit), sent
     as HEADERS + CONTINUATIONs of 16 KiB (the default frame size)."""
@@ -618,6 +637,8 @@ def main():
         h2_reset_waiting(port, int(args[0]), int(args[1]))
     elif mode == "h2-head-only":
         h2_head_only(port, args[0], args[1] if len(args) > 1 else "[]")
+    elif mode == "h2-get":
+        h2_get(port, json.loads(args[0]), json.loads(args[1]), *args[2:])
     elif mode == "h2-huge-field":
         h2_huge_field(port)
     else:

@@ -85,7 +85,10 @@ extension Integration {
             #expect(try await Run.tool("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", readyz]).stdout == "200")
             let before = upstream.requests.count
             async let slow = Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-w", "\n%{http_code}", "\(base)/slow?ms=3000"])
-            try await upstream.waitForRequests(before + 1)
+            // And one over HTTP/1.1 whose answer is not begun yet: it must say
+            // `Connection: close`, so the client sends nothing more on it.
+            async let slow1 = Run.tool("curl", ["-sS", "--http1.1", "-D", "-", "-o", "/dev/null", "\(base)/slow?ms=3000"])
+            try await upstream.waitForRequests(before + 2)
             kill(process.processIdentifier, SIGTERM)
             var drainingAnswer = ""
             #expect(try await poll {
@@ -93,9 +96,12 @@ extension Integration {
                 return drainingAnswer.hasSuffix("\n503")
             }, "\(drainingAnswer)")
             #expect(drainingAnswer.contains(#""reason":"gateway-busy""#), "\(drainingAnswer)")
-            #expect(upstream.requests.count == before + 1)
+            #expect(upstream.requests.count == before + 2)
             let answered = try await slow
             #expect(answered.stdout.hasSuffix("\n200"), "\(answered.stdout) \(answered.stderr)")
+            let answered1 = try await slow1
+            let head1 = answered1.stdout.lowercased()
+            #expect(head1.hasPrefix("http/1.1 200") && head1.contains("\r\nconnection: close\r\n"), "\(answered1.stdout) \(answered1.stderr)")
             var status: Int32 = -1
             for await s in exited.stream {
                 status = s

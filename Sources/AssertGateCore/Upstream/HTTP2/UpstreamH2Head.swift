@@ -47,7 +47,7 @@ struct UpstreamH2Head: UpstreamValueSink {
         method = append(":method", m)
         scheme = append(":scheme", s)
         path = append(":path", target)
-        isValid = UpstreamHeadWriter.isToken(m) && UpstreamHeadWriter.isTarget(target)
+        isValid = UpstreamHeadWriter.isToken(m) && URISyntax.isTarget(target)
     }
 
     /// The header list in the order it is sent: pseudo-headers, then fields.
