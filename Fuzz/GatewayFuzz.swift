@@ -333,6 +333,15 @@ func fuzzValueParsers(_ bytes: [UInt8]) {
         _ = url
     }
     _ = RedisURL.redacted(text)
+    // An authority the intake lets through is sent as Host: it must never
+    // carry what would end the field or name a path or another site.
+    if URISyntax.isAuthority(text) {
+        let bad: Set<UInt8> = [0, 9, 10, 13, 32, UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "@")]
+        check(!text.isEmpty && !text.utf8.contains(where: { bad.contains($0) || $0 >= 0x80 }), "authority \(text.debugDescription) accepted")
+    }
+    if URISyntax.isTarget(text) {
+        check(!text.utf8.contains(where: { $0 <= 32 || $0 >= 0x7F || $0 == UInt8(ascii: "#") }), "target \(text.debugDescription) accepted")
+    }
     // A bundle version from an assertion against a rule's minimum (risk.md
     // §6.2): the order must be total and antisymmetric on any text.
     if let dot = text.firstIndex(of: "|") {

@@ -9,6 +9,8 @@ struct HTTP2HeaderBlock {
     var method: String?
     var path: String?
     var authority: String?
+    /// A regular `host` field came too: the intake looks for it only then.
+    var hasHost = false
     /// The regular fields in order, a plain array while nghttp2 decodes them:
     /// `HTTPHeaders.add` would check each name for ASCII and `connection`,
     /// which nghttp2 has already refused.

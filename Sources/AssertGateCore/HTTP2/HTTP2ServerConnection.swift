@@ -288,7 +288,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
         let (request, body, refusal) = RequestIntake.accept(
             method: method, target: path, authority: head.authority, headers: head.fields,
-            wire: .http2(endStream: endStream), scheme: scheme, clientAddress: clientAddress, worker: worker)
+            wire: .http2(endStream: endStream), scheme: scheme, clientAddress: clientAddress, worker: worker,
+            mayHaveHost: head.hasHost)
         // Handed over, not copied: the request's strings and fields have one owner.
         let pipeline = RequestPipeline(
             request: consume request, body: body, sink: stream, worker: worker, refusal: consume refusal)

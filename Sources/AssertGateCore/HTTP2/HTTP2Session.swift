@@ -339,6 +339,7 @@ final class HTTP2Session {
                 cookies.append(String(decoding: value, as: UTF8.self))
                 return
             }
+            if name.count == 4, HTTP2Session.equals(name, "host") { head.hasHost = true }
             // Most requests carry several fields: room for them with the first.
             if head.fieldList.capacity == 0 { head.fieldList.reserveCapacity(8) }
             if let known = HTTP2Session.knownName(name) {

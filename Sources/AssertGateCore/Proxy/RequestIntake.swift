@@ -21,9 +21,11 @@ enum RequestIntake {
     /// into the pipeline and the rest released, every request.
     typealias Accepted = (request: ProxyRequest, body: RequestBodyInfo, refusal: Rejection?)
 
+    /// `mayHaveHost`: false when the HTTP/2 session saw no `host` field, so
+    /// no list is searched for one.
     static func accept(
         method: String, target: String, authority: String?, headers: HTTPHeaders, wire: Wire, scheme: String,
-        clientAddress: String?, worker: Worker
+        clientAddress: String?, worker: Worker, mayHaveHost: Bool = true
     ) -> Accepted {
         let snapshot = worker.snapshot
         var headers = headers
@@ -48,7 +50,7 @@ enum RequestIntake {
             // :authority, else a Host field (RFC 9113 §8.3.1). A Host naming
             // another site than :authority is malformed (§8.3.1, a SHOULD):
             // the upstream could act on the one the gateway did not log.
-            if let host = headers.first(name: "host") {
+            if mayHaveHost, let host = headers.first(name: "host") {
                 if let authority {
                     if !ASCII.sameIgnoringCase(host, authority) {
                         refusal = refusal ?? Rejection(.malformedRequest, "Host differs from :authority")

@@ -71,7 +71,8 @@ import Testing
             ("X-Forwarded-Proto", "https"), ("X-Request-Id", "bad id with spaces"), ("Accept", "*/*"), ("Expect", "100-continue"),
         ])
         let out = HeaderRewriter.upstreamRequestHeaders(
-            for: request(client, authority: nil, requestId: "rid-1", clientAddress: "2001:db8::1", scheme: "http"),
+            // The intake makes a client's Host the request's authority.
+            for: request(client, authority: "api.example", requestId: "rid-1", clientAddress: "2001:db8::1", scheme: "http"),
             route: route(), extra: [("X-AssertGate-Trust", "none")], bodyFraming: .chunked)
         let names = Set(out.map { $0.name.lowercased() })
         for gone in ["connection", "x-secret-hop", "keep-alive", "proxy-authorization", "proxy-connection", "te",

@@ -21,7 +21,10 @@ import Testing
 
     @Test func framingFollowsEachWiresRules() {
         let f = RequestIntake.framing
-        #expect(f("POST", headers([("Transfer-Encoding", "gzip, Chunked")]), .http1) == .chunked)
+        #expect(f("POST", headers([("Transfer-Encoding", "Chunked")]), .http1) == .chunked)
+        // Not `chunked` alone: framed as none, which the HTTP/1.1 front end refuses.
+        #expect(f("POST", headers([("Transfer-Encoding", "gzip, chunked")]), .http1) == .none)
+        #expect(f("POST", headers([("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")]), .http1) == .none)
         #expect(f("POST", headers([("Content-Length", "0")]), .http1) == .empty)
         #expect(f("POST", headers([("Content-Length", "12")]), .http1) == .contentLength(12))
         #expect(f("GET", headers([]), .http1) == .none)
@@ -45,6 +48,28 @@ import Testing
             wire: .http2(endStream: true), scheme: "https", clientAddress: nil, worker: w)
         #expect(h2.request.authority == "fallback.example")
         #expect(h2.body.isEmpty)
+    }
+
+    @Test func anAuthorityOrTargetAnUpstreamWouldReadItsOwnWayIsRefused() {
+        let w = worker()
+        func refusal(_ target: String, authority: String?, _ fields: [(String, String)], _ wire: RequestIntake.Wire) -> String? {
+            RequestIntake.accept(
+                method: "GET", target: target, authority: authority, headers: headers(fields), wire: wire, scheme: "http",
+                clientAddress: nil, worker: w
+            ).refusal?.detail
+        }
+        #expect(refusal("/x", authority: nil, [("Host", "api.example:8080")], .http1) == nil)
+        #expect(refusal("/x", authority: nil, [("Host", "api.example/x")], .http1) != nil)
+        #expect(refusal("/x", authority: "user@api.example", [], .http2(endStream: true)) != nil)
+        #expect(refusal("/x", authority: "a.example", [("host", "b.example")], .http2(endStream: true)) != nil)
+        #expect(refusal("/x", authority: "A.example", [("host", "a.EXAMPLE")], .http2(endStream: true)) == nil)
+        #expect(refusal("/x#f", authority: "a.example", [], .http2(endStream: true)) != nil)
+        #expect(refusal("/x y", authority: nil, [("Host", "a")], .http1) != nil)
+        // The Host an HTTP/1.1 request sent is its authority, as HTTP/2's is.
+        let h1 = RequestIntake.accept(
+            method: "GET", target: "/x", authority: nil, headers: headers([("Host", "api.example")]), wire: .http1,
+            scheme: "http", clientAddress: nil, worker: w)
+        #expect(h1.request.authority == "api.example")
     }
 
     @Test func theClientsRequestIdIsKeptWhenValidAndTrustHeadersNeverPass() {
