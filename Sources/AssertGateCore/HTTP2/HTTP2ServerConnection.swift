@@ -261,7 +261,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         case .resetReceived, .resetForPeerError:
             // A reset the client made nghttp2 send costs what one it sent does.
             charge(&clientResetBudget)
-        case .goAwayReceived, .pingAcked, .response:
+        case .goAwayReceived, .pingAcked, .response, .responseInvalid:
             break  // a client's GOAWAY: its open streams finish; the close follows (responses: client sessions only)
         }
     }

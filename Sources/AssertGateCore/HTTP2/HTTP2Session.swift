@@ -59,6 +59,10 @@ final class HTTP2Session {
         /// HTTP/2 has them; `X-Request-Id` marked not forwarded): no `String`
         /// per field between the socket and the front end's encoder.
         case response(Int32, UpstreamResponseHead, endStream: Bool)
+        /// A client's final head whose status is outside 200–599 (nghttp2
+        /// checks three digits only, and refuses 101): answered 502 rather
+        /// than passed on as a status no client can read (RFC 9110 §15).
+        case responseInvalid(Int32)
         /// Trailer fields (pseudo-headers dropped), before the stream's `end`.
         case trailers(Int32, HTTPHeaders)
         /// Body bytes: a view of the fed buffer when they lie in it (no copy).
@@ -379,8 +383,9 @@ final class HTTP2Session {
             response?.bytes.append(contentsOf: name)
             let vs = response?.bytes.count ?? 0
             response?.bytes.append(contentsOf: value)
-            // The gateway sets its own X-Request-Id.
-            let forward = !HTTP2Session.equals(name, "x-request-id")
+            // The gateway sets its own X-Request-Id; `te` belongs to requests
+            // only (RFC 9113 §8.2.2) and is hop-by-hop to an HTTP/1.1 client.
+            let forward = !HTTP2Session.equals(name, "x-request-id") && !(name.count == 2 && HTTP2Session.equals(name, "te"))
             response?.fields.append(
                 .init(nameStart: ns, nameLength: name.count, valueStart: vs, valueLength: value.count, forward: forward))
         }
@@ -462,6 +467,8 @@ final class HTTP2Session {
                     slots[slot].finalHeadSeen = true
                     if ended.overLimit {
                         events.append(.headTooLarge(id, ended.takeHead()))
+                    } else if response.status > 599 || response.status < 200 {
+                        events.append(.responseInvalid(id))
                     } else {
                         events.append(.response(id, response, endStream: endStream))
                     }
@@ -547,7 +554,10 @@ final class HTTP2Session {
         // on an h2 upstream. Every head is bounded by the gateway's own limits
         // long before this.
         nghttp2_option_set_max_send_header_block_length(opt, Self.maxSendHeaderBlock)
-        nghttp2_option_set_max_continuations(opt, 8)
+        // CONTINUATION floods (CVE-2024-27316's kind) come from clients; an
+        // upstream's large head in many frames must fail its own stream (a
+        // 502), not the connection every other client's stream shares.
+        nghttp2_option_set_max_continuations(opt, client ? 64 : 8)
         nghttp2_option_set_max_settings(opt, 32)
         nghttp2_option_set_max_outbound_ack(opt, 1000)
 

@@ -902,15 +902,20 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         sink.sendUpstreamResponseHead(head, requestId: request.requestId)
     }
 
-    /// Marks every field whose name has the trust prefix as not forwarded: an
+    /// Marks every field whose name has the trust prefix (`_` as `-`) as not forwarded: an
     /// upstream's answer can never speak for the gateway. Returns the value of
     /// `<prefix>Set-Device-Bits` when there is one; several lines are one
     /// value joined with `, ` (RFC 9110 §5.3), so a bit set twice is
     /// malformed rather than the first line winning. Names are lower-cased by
     /// the parser; the head is copied only when such a field exists.
     static func removeTrustFields(_ head: inout UpstreamResponseHead, prefix: [UInt8]) -> ArraySlice<UInt8>? {
+        // `_` read as `-`, as trailers are filtered and as CGI-style servers
+        // read names: `x_assertgate_user` is the trust prefix too.
         func isTrust(_ f: UpstreamResponseHead.Field) -> Bool {
-            f.nameLength >= prefix.count && head.bytes[f.nameStart..<f.nameStart + prefix.count].elementsEqual(prefix)
+            f.nameLength >= prefix.count
+                && head.bytes[f.nameStart..<f.nameStart + prefix.count].elementsEqual(prefix) {
+                    ($0 == UInt8(ascii: "_") ? UInt8(ascii: "-") : $0) == $1
+                }
         }
         guard head.fields.contains(where: { $0.forward && isTrust($0) }) else { return nil }
         let setBits = Array("set-device-bits".utf8)
@@ -1044,10 +1049,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 return lease(route, attempt: 1)
             }
             // The connection is closed or closing: `fail`/`answer` abandoning it again is a no-op.
-            // An upstream's NO_ERROR reset cut this response short: passed on
-            // as NO_ERROR, a client would take the truncated body as whole.
             if exchange.responseStarted {
-                fail(http2ErrorCode: error.resetCode.map { $0 == 0 ? 0x2 : $0 })
+                fail(http2ErrorCode: error.resetCode)
             } else {
                 answer(Rejection(error))
             }

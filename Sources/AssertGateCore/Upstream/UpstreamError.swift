@@ -25,10 +25,19 @@ enum UpstreamError: Error, Equatable {
 
     var isConnectFailure: Bool { self == .connectFailed || self == .connectTimeout }
 
-    /// An HTTP/2 upstream's own RST_STREAM code, passed on to the client.
+    /// The code an HTTP/2 client's stream is reset with when an upstream's
+    /// stream was: the upstream's own `CANCEL`, `INTERNAL_ERROR` or
+    /// `ENHANCE_YOUR_CALM`; every other code becomes `INTERNAL_ERROR`. Those
+    /// describe the upstream hop (`PROTOCOL_ERROR`, `FLOW_CONTROL_ERROR`, …
+    /// are often nghttp2's verdict on the upstream), and would tell the client
+    /// it broke the protocol (RFC 9113 §7); `NO_ERROR` would pass a truncated
+    /// body as whole.
     var resetCode: UInt32? {
-        if case .streamReset(let code) = self { return code }
-        return nil
+        guard case .streamReset(let code) = self else { return nil }
+        switch code {
+        case 0x8, 0x2, 0xb: return code
+        default: return 0x2
+        }
     }
 
     var reason: ReasonToken {

@@ -144,10 +144,44 @@ extension Integration {
             let noError = try await Run.tool("nghttp", ["-v", "\(h.base)/noerror-after-head"])
             #expect(noError.stdout.contains("error_code=INTERNAL_ERROR(0x02)"), "\(noError.stdout)")
             #expect(!noError.stdout.contains("; END_STREAM\n"), "\(noError.stdout)")
+            // A code about the upstream hop (nghttp2's verdict on it, often) is
+            // no client's protocol error: INTERNAL_ERROR.
+            let flow = try await Run.tool("nghttp", ["-v", "\(h.base)/flow-after-head"])
+            #expect(flow.stdout.contains("error_code=INTERNAL_ERROR(0x02)"), "\(flow.stdout)")
             // Before the head: the gateway answers 502 itself.
             let early = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/reset-before-head"])
             #expect(early.stdout.contains(" 502"))
             #expect(early.stdout.contains("\"reason\":\"upstream-unavailable\""))
+            try await h.stop()
+        }
+
+        /// What an HTTP/2 upstream's head may not pass on: a status outside
+        /// 200–599 (502: nghttp2 checks three digits only), trust-prefixed
+        /// fields spelled with `_` and `te` (removed). A head in more
+        /// CONTINUATIONs than a client may send fails its own stream (502,
+        /// over the header limit) and the connection serves on.
+        @Test func anUpstreamHeadIsHeldToWhatAClientMayBeSent() async throws {
+            let up = try Self.upstream()
+            defer { up.stop() }
+            let h = try await Self.gateway(up)
+            for path in ["/status-099", "/status-600"] {
+                let r = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)\(path)"])
+                #expect(r.stdout.hasPrefix("HTTP/2 502"), "\(path): \(r.stdout)")
+            }
+            for proto in ["--http2-prior-knowledge", "--http1.1"] {
+                let r = try await Run.tool("curl", ["-sS", proto, "-D", "-", "\(h.base)/odd-fields"])
+                let head = r.stdout.lowercased()
+                #expect(head.contains(" 200") && r.stdout.hasSuffix("ok"), "\(r.stdout)")
+                #expect(!head.contains("x_assertgate_user") && !head.contains("x-assertgate_trust"), "\(r.stdout)")
+                #expect(!head.contains("\nte:"), "\(r.stdout)")
+            }
+            let before = try await Self.stats(up).connections
+            let big = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/big-head"])
+            #expect(big.stdout.hasPrefix("HTTP/2 502"), "\(big.stdout)")
+            let after = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "\(h.base)/ok"])
+            #expect(after.stdout == "ok")
+            // (`stats` itself is a connection of its own, straight to the upstream.)
+            #expect(try await Self.stats(up).connections == before + 1, "the upstream connection was closed")
             try await h.stop()
         }
 

@@ -10,7 +10,12 @@ Paths:
   /reset-after-head  200 head and 5 bytes, then RST_STREAM(INTERNAL_ERROR)
   /cancel-after-head the same with RST_STREAM(CANCEL)
   /noerror-after-head the same with RST_STREAM(NO_ERROR), the response unfinished
+  /flow-after-head   the same with RST_STREAM(FLOW_CONTROL_ERROR)
   /reset-before-head RST_STREAM(INTERNAL_ERROR) at once
+  /status-099, /status-600  a final head with that :status, then "ok"
+  /odd-fields        200 with x_assertgate_user and x-assertgate_trust (the
+                     trust prefix spelled with `_`) and te: trailers, then "ok"
+  /big-head          200 whose head is 13 fields of 16 KiB (13 CONTINUATIONs)
   /refuse-once       the first one: GOAWAY naming the stream before it (so it
                      was never processed), then the connection closes; later
                      ones: 200 "second"
@@ -44,7 +49,8 @@ DROPPED = False
 class Conn:
     def __init__(self, reader, writer):
         self.reader, self.writer = reader, writer
-        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8",
+                                                                            validate_outbound_headers=False))
         self.requests = {}   # stream id -> {"headers", "body", "trailers"}
         self.pending = {}    # stream id -> bytes still to send (flow control)
         self.open = set()
@@ -100,6 +106,20 @@ class Conn:
             self.h2.send_headers(sid, [(":status", "200")])
             self.h2.send_data(sid, b"hello")
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.NO_ERROR)
+        elif path == "/flow-after-head":
+            self.h2.send_headers(sid, [(":status", "200")])
+            self.h2.send_data(sid, b"hello")
+            self.h2.reset_stream(sid, h2.errors.ErrorCodes.FLOW_CONTROL_ERROR)
+        elif path in ("/status-099", "/status-600"):
+            self.h2.send_headers(sid, [(":status", path[-3:])])
+            self.send_body(sid, b"ok", True)
+        elif path == "/odd-fields":
+            self.h2.send_headers(sid, [(":status", "200"), ("x_assertgate_user", "forged"),
+                                       ("x-assertgate_trust", "mixed"), ("te", "trailers")])
+            self.send_body(sid, b"ok", True)
+        elif path == "/big-head":
+            self.h2.send_headers(sid, [(":status", "200")] + [("x-big-%d" % i, "b" * 16000) for i in range(13)])
+            self.send_body(sid, b"ok", True)
         elif path == "/reset-before-head":
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
         elif path in ("/refuse-once", "/refuse-once-echo"):

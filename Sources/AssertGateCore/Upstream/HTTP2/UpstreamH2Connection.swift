@@ -274,8 +274,8 @@ final class UpstreamH2Connection: ChannelInboundHandler {
         switch consume event {
         case .response(let id, let head, let endStream):
             streams[id]?.receivedHead(head, endStream: endStream)
-        case .headTooLarge(let id, _):
-            // The answer cannot be forwarded whole: the stream fails.
+        case .headTooLarge(let id, _), .responseInvalid(let id):
+            // The answer cannot be forwarded whole (or at all): the stream fails.
             if let s = streams[id] {
                 session.reset(id, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue)
                 s.closed(error: .invalidResponse)
