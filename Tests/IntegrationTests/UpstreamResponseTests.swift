@@ -18,6 +18,8 @@ extension Integration {
             "/garbage-after": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK",
             "/folded": "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
             "/ok": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            // A head, then nothing (server-sent events, a long poll).
+            "/head-then-silence": "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
             "/cut": "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npartial-body-",
             "/double-length": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
             "/gzip-chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nzz\r\n0\r\n\r\n",
@@ -48,6 +50,30 @@ extension Integration {
             let parts = r.stdout.components(separatedBy: "\r\n\r\n")
             let status = Int(parts.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
             return (status, parts.first?.lowercased() ?? "", parts.dropFirst().joined(separator: "\r\n\r\n"))
+        }
+
+        /// A head followed by silence reaches an HTTP/1.1 client at once, as it
+        /// reaches an HTTP/2 one (it waited for the first body byte); an
+        /// HTTP/1.0 client is answered in HTTP/1.0, never with chunked
+        /// framing it cannot read (RFC 9112 §6.1), the body ending with the connection.
+        @Test func aHeadIsSentAtOnceAndHTTP10ClientsAreNeverChunked() async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers)
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)])
+            for proto in ["--http1.1", "--http2-prior-knowledge"] {
+                // curl gives up after 2 s (exit 28): the head must have come before.
+                let r = try await Run.tool("curl", ["-sS", proto, "-D", "-", "--max-time", "2", h.base + "/head-then-silence"])
+                #expect(r.status == 28, "\(r.stderr)")
+                #expect(r.stdout.lowercased().contains("content-type: text/event-stream"), "\(proto): \(r.stdout)")
+            }
+            let old = try await Run.tool("curl", ["-sS", "--http1.0", "--raw", "-D", "-", "--max-time", "10", h.base + "/chunked"])
+            #expect(old.status == 0, "\(old.stderr)")
+            let lower = old.stdout.lowercased()
+            #expect(lower.hasPrefix("http/1.0 200"), "\(old.stdout)")
+            #expect(!lower.contains("transfer-encoding"), "\(old.stdout)")
+            #expect(lower.contains("connection: close"), "\(old.stdout)")
+            #expect(old.stdout.hasSuffix("\r\n\r\nhello, world"), "\(old.stdout)")
+            try await h.stop()
+            try await up.stop()
         }
 
         @Test(arguments: [false, true])

@@ -21,6 +21,14 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     /// The current request's `.end` has been read.
     private var requestComplete = true
     private var requestHasBody = false
+    /// The request said HTTP/1.0: no chunked framing may answer it (RFC 9112 §6.1).
+    private var requestIsHTTP10 = false
+    /// A response head written and not flushed: flushed at the end of the
+    /// event-loop pass unless body or end (which flush) came in it, so a
+    /// head followed by silence (server-sent events, a long poll) reaches
+    /// the client at once, and a head with its body is still one write.
+    private var headUnflushed = false
+    private var flushHeadTask: (@Sendable () -> Void)?
     /// Request body bytes handed to the pipeline and not yet taken upstream.
     private var unconsumed = 0
     private var readsPaused = false
@@ -65,12 +73,15 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.flushHeadTask = { bound.value.flushHead() }
         self.clientAddress = context.channel.remoteAddress?.ipAddress
         timeouts?.awaitRequestHead()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        self.flushHeadTask = nil  // it holds this handler
     }
 
     var allocator: ByteBufferAllocator { context?.channel.allocator ?? ByteBufferAllocator() }
@@ -122,6 +133,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     private func startRequest(_ head: HTTPRequestHead) {
         let snapshot = worker.snapshot
         keepAlive = head.isKeepAlive
+        requestIsHTTP10 = head.version.major == 1 && head.version.minor == 0
         unconsumed = 0
         var headerBytes = 0
         // Counted as HTTP/2 counts a header list (RFC 7541 §4.1: name + value + 32
@@ -203,10 +215,25 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         // Answered before the body was read (413, 404, early upstream answer): close rather
         // than read and discard what may be a very large body.
         if !requestComplete, requestHasBody { keepAlive = false }
+        // An HTTP/1.0 client gets an HTTP/1.0 answer, which NIO's encoder never
+        // frames as chunked: a body without a length ends with the connection.
+        if requestIsHTTP10, !endStream, !h.contains(name: "content-length") { keepAlive = false }
         if !keepAlive { h.replaceOrAdd(name: "connection", value: "close") }
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: h)
+        let head = HTTPResponseHead(
+            version: requestIsHTTP10 ? .http1_0 : .http1_1, status: HTTPResponseStatus(statusCode: status), headers: h)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if endStream { sendResponseEnd() }
+        if endStream {
+            sendResponseEnd()
+        } else if !headUnflushed, let flushHeadTask {
+            headUnflushed = true
+            context.eventLoop.execute(flushHeadTask)
+        }
+    }
+
+    private func flushHead() {
+        guard headUnflushed else { return }
+        headUnflushed = false
+        context?.flush()
     }
 
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) {
@@ -221,6 +248,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
 
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard let context else { return }
+        headUnflushed = false
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
     }
 
@@ -231,6 +259,7 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     func sendResponseEnd() {
         guard let context, responding else { return }
         responding = false
+        headUnflushed = false
         let close = !keepAlive
         if close, !requestComplete, requestHasBody {
             // Half-close: the client sees the answer and EOF, and its remaining
