@@ -18,6 +18,9 @@ extension Integration {
             "/garbage-after": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK",
             "/folded": "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
             "/ok": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            // A response begun, then the connection closed.
+            "/partial-head": "HTTP/1.1 200 OK\r\nContent-Le",
+            "/interim-only": "HTTP/1.1 100 Continue\r\n\r\n",
             // A head, then nothing (server-sent events, a long poll).
             "/head-then-silence": "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
             "/cut": "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npartial-body-",
@@ -72,6 +75,23 @@ extension Integration {
             #expect(!lower.contains("transfer-encoding"), "\(old.stdout)")
             #expect(lower.contains("connection: close"), "\(old.stdout)")
             #expect(old.stdout.hasSuffix("\r\n\r\nhello, world"), "\(old.stdout)")
+            try await h.stop()
+            try await up.stop()
+        }
+
+        /// A kept-alive connection that closes before a response is a stale
+        /// one, and its bodiless idempotent request is sent again; one that
+        /// closes after sending part of a response (a partial head, a 1xx)
+        /// took the request: never sent twice, 502.
+        @Test func aRequestWhoseResponseHadBegunIsNotSentAgain() async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers, closeAfter: ["/partial-head", "/interim-only"])
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)], threads: 1)
+            for path in ["/partial-head", "/interim-only"] {
+                // /ok first, so the request goes on a kept-alive connection.
+                let r = try await Run.tool("curl", ["-sS", "--http1.1", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{http_code} ", h.base + "/ok", h.base + path])
+                #expect(r.stdout == "200 502 ", "\(path): \(r.stdout) \(r.stderr)")
+                #expect(up.requests.filter { $0 == "GET \(path)" }.count == 1, "\(up.requests)")
+            }
             try await h.stop()
             try await up.stop()
         }

@@ -88,6 +88,7 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
+        connection?.receivedBytes()
         do {
             while true {
                 // The parser's access ends with each event: what the connection does

@@ -44,8 +44,11 @@ final class UpstreamConnection: UpstreamExchange {
         var responseDeadline: NIODeadline?
         /// The whole request (head, body, last chunk) has been written.
         var requestDone = false
-        /// A byte of the response arrived.
+        /// The response's head arrived.
         var responseStarted = false
+        /// A byte of the response arrived (a partial head, a 1xx, garbage):
+        /// the upstream took the request, so it is never sent again.
+        var bytesArrived = false
         var responseDone = false
         var keepAlive = true
         /// The client left: the rest of the response is read and dropped (`drainForLeavingClient`).
@@ -155,7 +158,12 @@ final class UpstreamConnection: UpstreamExchange {
     /// A pooled connection the upstream had already closed (the keep-alive
     /// race): nothing of the response came back on it.
     func mayReplay(after error: UpstreamError) -> Bool {
-        error == .connectionLost && exchanges > 1 && !exchange.responseStarted
+        error == .connectionLost && exchanges > 1 && !exchange.bytesArrived
+    }
+
+    /// Bytes came from the upstream (before they are parsed).
+    func receivedBytes() {
+        exchange.bytesArrived = true
     }
 
     /// The exchange is abandoned (client gone, error): never reuse this connection.
