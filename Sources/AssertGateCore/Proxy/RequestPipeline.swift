@@ -422,7 +422,11 @@ final class RequestPipeline: UpstreamExchangeDelegate {
                 }
                 let due = took + upstreamSendTimeout
                 guard due > now else { return upstreamStoppedTakingBody() }
-                upstreamDue = due
+                // Takes are counted, not timed (no clock read per chunk): one
+                // seen now happened since the last look. Looking every quarter
+                // of the timeout dates it to within that, so the upstream is
+                // given up on 1–1.25 timeouts after its last take, not up to 2.
+                upstreamDue = min(due, now + upstreamLookInterval)
             }
         }
         var due = clock.deadline(received: bodyReceived)
@@ -445,6 +449,9 @@ final class RequestPipeline: UpstreamExchangeDelegate {
             answer(Rejection(.upstreamTimeout, "the upstream took none of the request body for \(waited)"))
         }
     }
+
+    /// How often the body timer looks at an upstream taking the body.
+    private var upstreamLookInterval: TimeAmount { .nanoseconds(upstreamSendTimeout.nanoseconds / 4) }
 
     private var gatewayIsBehind: Bool {
         switch stage {
@@ -824,13 +831,14 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         stage = .forwarding(connection)
         if bodyClock != nil {
             // The body clock's timer also watches the upstream taking the body:
-            // it must fire by the send timeout (it re-arms itself from there).
+            // it must first look a quarter of the send timeout from now (it
+            // re-arms itself from there; see `bodyTimerFired`).
             let now = worker.eventLoop.now
             upstreamTookBodyAt = now
             bodyTakenSeen = bodyTakenTotal
-            if let armed = bodyTimerDeadline, armed > now + upstreamSendTimeout {
+            if let armed = bodyTimerDeadline, armed > now + upstreamLookInterval {
                 bodyTimer?.cancel()
-                armBodyTimer(now + upstreamSendTimeout)
+                armBodyTimer(now + upstreamLookInterval)
             }
         }
         // Kept for bodiless requests (they may be replayed on a stale keep-alive
