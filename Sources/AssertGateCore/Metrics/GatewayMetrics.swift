@@ -83,7 +83,8 @@ public final class GatewayMetrics: Sendable {
             labelNames: ["reason"])
         upstreamRequestDuration = registry.histogram(
             "assertgate_upstream_request_duration_seconds",
-            help: "Time from sending a request upstream to the end of its response headers.",
+            help: "Time a forwarded request took, from its head to its response's end (the whole exchange: "
+                + "the client's body, the check, the upstream's answer and its delivery).",
             labelNames: ["upstream"])
         enforcementDuration = registry.histogram(
             "assertgate_enforcement_duration_seconds",
