@@ -249,9 +249,10 @@ import Testing
         forwarding: ForwardingCache? = nil, requestId: String = "rid",
         extra: [(name: String, value: String)] = [("X-AssertGate-Trust", "none")], snapshot: GatewaySnapshot = snapshot
     ) -> UpstreamH2Head? {
+        // The authority as the intake takes it: from the client's `host`.
         var request = ProxyRequest(
-            method: "GET", target: "/a", authority: nil, scheme: scheme, headers: client, requestId: requestId,
-            clientAddress: address, snapshot: snapshot)
+            method: "GET", target: "/a", authority: client.first(name: "host"), scheme: scheme, headers: client,
+            requestId: requestId, clientAddress: address, snapshot: snapshot)
         request.fieldsChecked = checked
         return HeaderRewriter.upstreamH2Head(
             for: request, route: route, extra: extra, bodyFraming: .none, upstreamScheme: "http", trailers: false,
@@ -260,7 +261,8 @@ import Testing
 
     /// An HTTP/2 client's fields (checked by nghttp2, names lower case) are
     /// copied without a second pass and give the head a rechecking copy gives;
-    /// `host` still becomes `:authority` and connection fields still go.
+    /// the authority (the intake's, from `host`) is `:authority`, and neither
+    /// `host` nor connection fields are copied.
     @Test func checkedClientFieldsGiveTheSameHead() throws {
         let client = HTTPHeaders([
             ("accept", "*/*"), ("host", "api.example"), ("user-agent", "a client with a long name/1.0"),
