@@ -336,6 +336,16 @@ class H2:
                     self.goaway = f.error_code
                 yield f
 
+    def answer_or_reset(self, sid, seconds):
+        """(status, None) for stream `sid`'s answer, (None, code) for its reset,
+        (None, None) when neither came within `seconds`."""
+        for f in self.frames(seconds):
+            if isinstance(f, HeadersFrame) and f.stream_id == sid:
+                return self.status_of(f), None
+            if isinstance(f, RstStreamFrame) and f.stream_id == sid:
+                return None, f.error_code
+        return None, None
+
     def status_of(self, frame):
         for k, v in self.dec.decode(frame.data):
             if k in (":status", b":status"):
@@ -430,14 +440,7 @@ def h2_body(port, path, extra=()):
     d = DataFrame(1)
     d.data = b"a" * 10
     c.send(d)
-    status, reset = None, None
-    for f in c.frames(15):
-        if isinstance(f, HeadersFrame) and f.stream_id == 1:
-            status = c.status_of(f)
-            break
-        if isinstance(f, RstStreamFrame) and f.stream_id == 1:
-            reset = f.error_code
-            break
+    status, reset = c.answer_or_reset(1, 15)
     out(status=status or 0, reset=reset, elapsed=time.monotonic() - start)
 
 
@@ -563,14 +566,7 @@ def h2_get(port, authority, path, extra_json="[]"):
     extra = [tuple(x) for x in json.loads(extra_json)]
     raw = lambda v: v.encode("latin-1")
     c.request(1, "GET", raw(path), extra=[(raw(k), raw(v)) for k, v in extra], authority=raw(authority))
-    status, reset = None, None
-    for f in c.frames(10):
-        if isinstance(f, HeadersFrame) and f.stream_id == 1:
-            status = c.status_of(f)
-            break
-        if isinstance(f, RstStreamFrame) and f.stream_id == 1:
-            reset = f.error_code
-            break
+    status, reset = c.answer_or_reset(1, 10)
     out(status=status or 0, reset=reset)
 
 
