@@ -380,6 +380,8 @@ func fuzzUpstreamResponse(_ bytes: [UInt8]) {
                 events: while true {
                     switch try parser.next(&buffer) {
                     case .needMore: break events
+                    case .interim(let head):
+                        check(head.status > 101 && head.status < 200, "interim status \(head.status)")
                     case .head(let head, _):
                         out.heads.append(head.status)
                         check(head.status >= 200 && head.status <= 999, "final status \(head.status)")
@@ -521,11 +523,14 @@ func fuzzUpstreamH2(_ bytes: [UInt8]) {
         switch e {
         case .response(let id, let head, _):
             check(id == a || id == b, "a head for stream \(id) never opened")
-            check(!(100..<200).contains(head.status) && head.status <= 999, "a response head with status \(head.status)")
+            check((200...599).contains(head.status), "a response head with status \(head.status)")
             for f in head.fields {
                 check(f.nameStart + f.nameLength <= head.bytes.count && f.valueStart + f.valueLength <= head.bytes.count,
                     "a field outside the head's bytes")
             }
+        case .interim(let id, let head):
+            check(id == a || id == b, "an interim head for stream \(id) never opened")
+            check(head.status > 100 && head.status < 200, "an interim head with status \(head.status)")
         case .head:
             check(false, "a request head on a client session")
         case .trailers(let id, let fields):

@@ -21,6 +21,10 @@ extension Integration {
             // A response begun, then the connection closed.
             "/partial-head": "HTTP/1.1 200 OK\r\nContent-Le",
             "/interim-only": "HTTP/1.1 100 Continue\r\n\r\n",
+            "/early-hints": "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nX-AssertGate-Trust: forged\r\n\r\n"
+                + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            "/many-hints": String(repeating: "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n", count: 20)
+                + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
             // A head, then nothing (server-sent events, a long poll).
             "/head-then-silence": "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
             "/cut": "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npartial-body-",
@@ -75,6 +79,31 @@ extension Integration {
             #expect(!lower.contains("transfer-encoding"), "\(old.stdout)")
             #expect(lower.contains("connection: close"), "\(old.stdout)")
             #expect(old.stdout.hasSuffix("\r\n\r\nhello, world"), "\(old.stdout)")
+            try await h.stop()
+            try await up.stop()
+        }
+
+        /// An upstream's 103 reaches HTTP/1.1 and HTTP/2 clients before the
+        /// answer (RFC 9110 §15.2), without trust fields; at most eight of
+        /// them; never an HTTP/1.0 client, which cannot read one.
+        @Test func earlyHintsArePassedOn() async throws {
+            let up = try await ScriptedUpstream(answers: Self.answers)
+            let h = try await Harness.start(upstreamEndpoints: [UpstreamEndpoint(host: "127.0.0.1", port: up.port)])
+            for proto in ["--http1.1", "--http2-prior-knowledge"] {
+                let r = try await Run.tool("curl", ["-sS", proto, "-D", "-", "--max-time", "10", h.base + "/early-hints"])
+                let text = r.stdout.lowercased()
+                let hints = text.range(of: " 103")
+                let final = text.range(of: " 200")
+                #expect(hints != nil && final != nil && hints!.lowerBound < final!.lowerBound, "\(proto): \(r.stdout)")
+                #expect(text.contains("link: </a.css>; rel=preload"), "\(r.stdout)")
+                #expect(!text.contains("forged"), "\(r.stdout)")
+                #expect(r.stdout.hasSuffix("ok"), "\(r.stdout)")
+                let many = try await Run.tool("curl", ["-sS", proto, "-D", "-", "--max-time", "10", h.base + "/many-hints"])
+                #expect(many.stdout.lowercased().components(separatedBy: " 103").count - 1 == 8, "\(many.stdout)")
+                #expect(many.stdout.hasSuffix("ok"))
+            }
+            let old = try await Run.tool("curl", ["-sS", "--http1.0", "-D", "-", "--max-time", "10", h.base + "/early-hints"])
+            #expect(old.stdout.hasPrefix("HTTP/1.0 200"), "\(old.stdout)")
             try await h.stop()
             try await up.stop()
         }

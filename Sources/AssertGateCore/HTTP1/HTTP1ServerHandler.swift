@@ -246,6 +246,18 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
         sendResponseHead(status: head.status, headers: h, endStream: false)
     }
 
+    /// Sent at once (hints are worth something only before the answer);
+    /// never to an HTTP/1.0 client, which cannot read one (RFC 9110 §15.2).
+    func sendInterimHead(_ head: UpstreamResponseHead) {
+        guard let context, !responding, !requestIsHTTP10 else { return }
+        var h = HTTPHeaders()
+        head.forEachForwarded { name, value in
+            h.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        }
+        let interim = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: head.status), headers: h)
+        context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+    }
+
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard let context else { return }
         headUnflushed = false

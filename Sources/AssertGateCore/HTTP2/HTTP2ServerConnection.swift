@@ -261,7 +261,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         case .resetReceived, .resetForPeerError:
             // A reset the client made nghttp2 send costs what one it sent does.
             charge(&clientResetBudget)
-        case .goAwayReceived, .pingAcked, .response, .responseInvalid:
+        case .goAwayReceived, .pingAcked, .response, .responseInvalid, .interim:
             break  // a client's GOAWAY: its open streams finish; the close follows (responses: client sessions only)
         }
     }
@@ -324,6 +324,18 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 stream.id, head: head, requestId: requestId, body: head.endsStream ? nil : stream)
         } catch {
             submitFailed(stream, error)
+        }
+        scheduleFlush()
+    }
+
+    /// A 1xx HEADERS frame before the stream's response; nothing ends.
+    func submitInterimHead(_ stream: HTTP2Stream, head: UpstreamResponseHead) {
+        guard let session else { return }
+        do {
+            try session.submitInterimHead(stream.id, head: head)
+        } catch {
+            // nghttp2 refused it (a status it will not send before a response): dropped.
+            worker.logger.debug("submit of an interim head failed", metadata: ["code": "\(error.code)"])
         }
         scheduleFlush()
     }

@@ -63,6 +63,8 @@ final class HTTP2Session {
         /// checks three digits only, and refuses 101): answered 502 rather
         /// than passed on as a status no client can read (RFC 9110 §15).
         case responseInvalid(Int32)
+        /// A client's interim head (1xx but `100`; nghttp2 refuses `101`).
+        case interim(Int32, UpstreamResponseHead)
         /// Trailer fields (pseudo-headers dropped), before the stream's `end`.
         case trailers(Int32, HTTPHeaders)
         /// Body bytes: a view of the fed buffer when they lie in it (no copy).
@@ -462,8 +464,12 @@ final class HTTP2Session {
             if ended.isHead {
                 if client {
                     let response = ended.response.take() ?? UpstreamResponseHead(status: 0, bytes: [], fields: [])
-                    // Informational: the final head follows.
-                    if (100..<200).contains(response.status) { return true }
+                    // Informational: the final head follows; a 103's hints are
+                    // passed on (RFC 9110 §15.2), a 100 is the gateway's own business.
+                    if (100..<200).contains(response.status) {
+                        if response.status != 100, !ended.overLimit { events.append(.interim(id, response)) }
+                        return true
+                    }
                     slots[slot].finalHeadSeen = true
                     if ended.overLimit {
                         events.append(.headTooLarge(id, ended.takeHead()))
@@ -719,8 +725,21 @@ final class HTTP2Session {
     func submitUpstreamResponse(
         _ streamId: Int32, head: UpstreamResponseHead, requestId: String, body: (any HTTP2DataSource)?
     ) throws(HTTP2SessionError) {
+        try submitUpstreamHead(streamId, head: head, requestId: requestId, interim: false, body: body)
+    }
+
+    /// An upstream's interim (1xx) head: a HEADERS frame that neither
+    /// answers nor ends the stream (nghttp2 checks the status is 1xx).
+    func submitInterimHead(_ streamId: Int32, head: UpstreamResponseHead) throws(HTTP2SessionError) {
+        try submitUpstreamHead(streamId, head: head, requestId: nil, interim: true, body: nil)
+    }
+
+    /// `requestId`: replaces the upstream's (nil: the head carries none).
+    private func submitUpstreamHead(
+        _ streamId: Int32, head: UpstreamResponseHead, requestId: String?, interim: Bool, body: (any HTTP2DataSource)?
+    ) throws(HTTP2SessionError) {
         assertOutsideCallbacks()
-        var id = requestId  // `withUTF8` may make a bridged string contiguous: a copy to do it on
+        var id = requestId ?? ""  // `withUTF8` may make a bridged string contiguous: a copy to do it on
         let rv = Self.withStatusBytes(head.status) { status -> Int32 in
             id.withUTF8 { idBytes -> Int32 in
                 head.bytes.withUnsafeBufferPointer { upstream -> Int32 in
@@ -745,13 +764,19 @@ final class HTTP2Session {
                                 n += 1
                             }
                         }
-                        // An empty id has no base address: nghttp2 reads no byte of a zero-length value.
-                        let idValue = idBytes.baseAddress.map { UnsafeMutablePointer(mutating: $0) } ?? Self.nameBytes(Self.statusName)
-                        (nvBase + n).initialize(
-                            to: nghttp2_nv(
-                                name: Self.nameBytes(Self.requestIdName), value: idValue,
-                                namelen: Self.requestIdName.utf8CodeUnitCount, valuelen: idBytes.count, flags: Self.neverIndexed))
-                        n += 1
+                        if requestId != nil {
+                            // An empty id has no base address: nghttp2 reads no byte of a zero-length value.
+                            let idValue = idBytes.baseAddress.map { UnsafeMutablePointer(mutating: $0) } ?? Self.nameBytes(Self.statusName)
+                            (nvBase + n).initialize(
+                                to: nghttp2_nv(
+                                    name: Self.nameBytes(Self.requestIdName), value: idValue,
+                                    namelen: Self.requestIdName.utf8CodeUnitCount, valuelen: idBytes.count, flags: Self.neverIndexed))
+                            n += 1
+                        }
+                        if interim {
+                            let rv = nghttp2_submit_headers(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamId, nil, nvBase, n, nil)
+                            return rv < 0 ? rv : 0
+                        }
                         return submit(streamId, nvBase, n, body: body)
                     }
                 }

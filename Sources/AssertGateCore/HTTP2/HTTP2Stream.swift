@@ -116,6 +116,11 @@ final class HTTP2Stream: ResponseSink, HTTP2DataSource {
         connection.submitUpstreamResponse(self, head: head, requestId: requestId)
     }
 
+    func sendInterimHead(_ head: UpstreamResponseHead) {
+        guard !isClosed, !responseSubmitted else { return }
+        connection.submitInterimHead(self, head: head)
+    }
+
     func sendResponseBody(_ buffer: ByteBuffer) {
         guard !isClosed, buffer.readableBytes > 0 else { return }
         if outBytes == 0 {

@@ -102,6 +102,8 @@ final class RequestPipeline: UpstreamExchangeDelegate {
     /// `bodyTakenTotal` moved since the last look means progress then.
     private var upstreamTookBodyAt: NIODeadline?
     private var upstreamSendTimeout: TimeAmount = .seconds(30)
+    /// Interim heads passed on (`upstreamInterimHead`).
+    private var interimHeads = 0
     private var bodyTakenTotal = 0
     private var bodyTakenSeen = 0
     /// The global body limits, or the route's own (`routes[].limits`) once it is known.
@@ -890,6 +892,21 @@ final class RequestPipeline: UpstreamExchangeDelegate {
         default: return false
         }
     }
+
+    /// Passed on before the final head (RFC 9110 §15.2: a proxy forwards
+    /// 1xx), at most `maxInterimHeads` of them: an upstream sending thousands
+    /// would otherwise have the gateway write thousands to the client.
+    func upstreamInterimHead(_ head: UpstreamResponseHead) {
+        guard case .forwarding = stage, !exchange.responseStarted, heldResponse == nil,
+            interimHeads < Self.maxInterimHeads
+        else { return }
+        interimHeads += 1
+        var head = head
+        _ = Self.removeTrustFields(&head, prefix: snapshot.trustPrefixLower)  // never acted on from a 1xx
+        sink.sendInterimHead(head)
+    }
+
+    static let maxInterimHeads = 8
 
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard case .forwarding = stage else { return }

@@ -11,6 +11,9 @@ protocol ResponseSink: AnyObject {
     /// X-Request-Id and adds `requestId` (HTTP/2 does it while encoding, without a copy).
     /// The upstream's head, hop-by-hop fields marked; `X-Request-Id` is set to `requestId`.
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String)
+    /// An upstream's interim (1xx) head, hop-by-hop and trust fields marked,
+    /// before the final one; the sink may drop it (an HTTP/1.0 client).
+    func sendInterimHead(_ head: UpstreamResponseHead)
     func sendResponseBody(_ buffer: ByteBuffer)
     /// Trailer fields to go before the end (HTTP/2 only: an HTTP/1.1 client
     /// gets none, as documented).

@@ -96,6 +96,8 @@ final class UpstreamClientHandler: ChannelDuplexHandler {
                 switch try parser.next(&buffer) {
                 case .needMore:
                     return
+                case .interim(let head):
+                    connection?.receivedInterim(head)
                 case .head(let head, let keepAlive):
                     connection?.receivedHead(head, keepAlive: keepAlive)
                 case .body(let slice):

@@ -6,6 +6,8 @@ import NIOHTTP1
 protocol UpstreamExchangeDelegate: AnyObject {
     func upstreamLeased(_ exchange: any UpstreamExchange)
     func upstreamLeaseFailed(_ error: UpstreamError)
+    /// An interim (1xx) head before the final one.
+    func upstreamInterimHead(_ head: UpstreamResponseHead)
     /// The head's bytes are the parser's: read them before returning.
     func upstreamResponseHead(_ head: UpstreamResponseHead)
     func upstreamResponseBody(_ buffer: ByteBuffer)
@@ -23,6 +25,7 @@ protocol UpstreamExchangeDelegate: AnyObject {
 
 extension UpstreamExchangeDelegate {
     var awaitsLease: Bool { true }
+    func upstreamInterimHead(_ head: UpstreamResponseHead) {}
 }
 
 /// One HTTP/1.1 keep-alive connection to an endpoint, loop-confined.
@@ -196,6 +199,10 @@ final class UpstreamConnection: UpstreamExchange {
     }
 
     // MARK: from the channel handler
+
+    func receivedInterim(_ head: UpstreamResponseHead) {
+        exchange.delegate?.upstreamInterimHead(head)
+    }
 
     func receivedHead(_ head: UpstreamResponseHead, keepAlive: Bool) {
         exchange.headArrived(keepAlive: keepAlive)

@@ -33,6 +33,8 @@ enum UpstreamResponseError: Error, Equatable {
 
 /// What the parser reports, in order: one head, body slices, one end.
 enum UpstreamResponseEvent {
+    /// An interim head (1xx but `100` and `101`), before the final one.
+    case interim(UpstreamResponseHead)
     case head(UpstreamResponseHead, keepAlive: Bool)
     case body(ByteBuffer)
     case end
@@ -184,14 +186,16 @@ struct UpstreamResponseParser {
         return true
     }
 
-    /// The head event, or nil for an interim (1xx) head.
+    /// The head event, an interim one, or nil for a `100` (the gateway
+    /// answers `Expect` itself and never sends it upstream).
     private mutating func startBody() throws(UpstreamResponseError) -> UpstreamResponseEvent? {
         var parsed = try Self.parseHead(inPlace: &pendingHead, fields: &fieldStore)
         if parsed.head.status < 200 {
             // 101 would hand the connection to another protocol; nothing here asked for one.
             if parsed.head.status == 101 { throw .switchingProtocols }
             pendingHead.removeAll(keepingCapacity: true)
-            return nil  // interim (100, 103): the final head follows
+            // The final head follows; a 103's hints are passed on (RFC 9110 §15.2).
+            return parsed.head.status == 100 ? nil : .interim(parsed.head)
         }
         let bodyless = noBody || parsed.head.status == 204 || parsed.head.status == 304
         if parsed.transferEncoded, parsed.contentLength != nil { throw .conflictingFraming }

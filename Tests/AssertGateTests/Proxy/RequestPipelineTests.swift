@@ -27,6 +27,8 @@ final class RecordingSink: ResponseSink {
         if endStream { ended = true }
     }
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) { status = head.status }
+    var interims: [Int] = []
+    func sendInterimHead(_ head: UpstreamResponseHead) { interims.append(head.status) }
     func sendResponseBody(_ buffer: ByteBuffer) { body += String(buffer: buffer) }
     var trailers: HTTPHeaders?
     func sendResponseTrailers(_ fields: HTTPHeaders) { trailers = fields }

@@ -8,6 +8,7 @@ import Testing
     struct Outcome: Equatable {
         var status: Int?
         var keepAlive: Bool?
+        var interims: [Int] = []
         var forwarded: [String] = []
         var body = ""
         var ends = 0
@@ -26,6 +27,7 @@ import Testing
                 loop: while true {
                     switch try parser.next(&buffer) {
                     case .needMore: break loop
+                    case .interim(let head): out.interims.append(head.status)
                     case .head(let head, let keepAlive):
                         out.status = head.status
                         out.keepAlive = keepAlive
@@ -76,6 +78,18 @@ import Testing
         splitsAgree("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nDate: x\r\n\r\nabc")
         splitsAgree("HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n")
         splitsAgree("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\nServer: s\n\n")
+    }
+
+    /// Interim heads before the final one: a 103 (or 102) is reported with
+    /// its fields, a 100 is not (the gateway answers `Expect` itself).
+    @Test func interimHeadsAreReportedButA100() {
+        let r = run([
+            "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nConnection: x\r\n\r\n"
+                + "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+                + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        ])
+        #expect(r.interims == [103, 102])
+        #expect(r.status == 200 && r.body == "ok" && r.ends == 1)
     }
 
     @Test func chunkedBodiesAndTrailers() {
@@ -143,7 +157,7 @@ import Testing
                 switch try parser.next(&buffer) {
                 case .head(let head, _): kept.append(head)
                 case .end, .needMore: break loop
-                case .body: continue
+                case .body, .interim: continue
                 }
             }
         }
@@ -168,7 +182,7 @@ import Testing
             loop: while true {
                 switch try parser.next(&buffer) {
                 case .end, .needMore: break loop
-                case .head, .body: continue
+                case .head, .body, .interim: continue
                 }
             }
         }

@@ -175,6 +175,13 @@ extension Integration {
                 #expect(!head.contains("x_assertgate_user") && !head.contains("x-assertgate_trust"), "\(r.stdout)")
                 #expect(!head.contains("\nte:"), "\(r.stdout)")
             }
+            // A 103 is passed on before the answer, without trust fields.
+            for proto in ["--http2-prior-knowledge", "--http1.1"] {
+                let r = try await Run.tool("curl", ["-sS", proto, "-D", "-", "\(h.base)/early-hints"])
+                let text = r.stdout.lowercased()
+                #expect(text.contains(" 103") && text.contains("link: </a.css>; rel=preload"), "\(r.stdout)")
+                #expect(!text.contains("forged") && r.stdout.hasSuffix("ok"), "\(r.stdout)")
+            }
             let before = try await Self.stats(up).connections
             let big = try await Run.tool("curl", ["-sS", "--http2-prior-knowledge", "-D", "-", "\(h.base)/big-head"])
             #expect(big.stdout.hasPrefix("HTTP/2 502"), "\(big.stdout)")

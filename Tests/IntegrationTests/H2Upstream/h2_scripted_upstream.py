@@ -16,6 +16,7 @@ Paths:
   /odd-fields        200 with x_assertgate_user and x-assertgate_trust (the
                      trust prefix spelled with `_`) and te: trailers, then "ok"
   /big-head          200 whose head is 13 fields of 16 KiB (13 CONTINUATIONs)
+  /early-hints       a 103 (link, x-assertgate-trust: forged), then 200 "ok"
   /refuse-once       the first one: GOAWAY naming the stream before it (so it
                      was never processed), then the connection closes; later
                      ones: 200 "second"
@@ -116,6 +117,11 @@ class Conn:
         elif path == "/odd-fields":
             self.h2.send_headers(sid, [(":status", "200"), ("x_assertgate_user", "forged"),
                                        ("x-assertgate_trust", "mixed"), ("te", "trailers")])
+            self.send_body(sid, b"ok", True)
+        elif path == "/early-hints":
+            self.h2.send_headers(sid, [(":status", "103"), ("link", "</a.css>; rel=preload"),
+                                       ("x-assertgate-trust", "forged")])
+            self.h2.send_headers(sid, [(":status", "200")])
             self.send_body(sid, b"ok", True)
         elif path == "/big-head":
             self.h2.send_headers(sid, [(":status", "200")] + [("x-big-%d" % i, "b" * 16000) for i in range(13)])

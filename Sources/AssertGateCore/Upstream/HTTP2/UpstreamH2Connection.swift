@@ -272,6 +272,8 @@ final class UpstreamH2Connection: ChannelInboundHandler {
     /// fields are taken, not copied, and nothing is destroyed twice.
     private func handle(_ event: consuming HTTP2Session.Event) {
         switch consume event {
+        case .interim(let id, let head):
+            streams[id]?.receivedInterim(head)
         case .response(let id, let head, let endStream):
             streams[id]?.receivedHead(head, endStream: endStream)
         case .headTooLarge(let id, _), .responseInvalid(let id):

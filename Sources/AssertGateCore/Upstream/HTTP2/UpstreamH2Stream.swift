@@ -158,6 +158,11 @@ final class UpstreamH2Stream: UpstreamExchange, HTTP2DataSource {
 
     // MARK: from the connection
 
+    func receivedInterim(_ head: UpstreamResponseHead) {
+        quiet.progressed()
+        delegate?.upstreamInterimHead(head)
+    }
+
     func receivedHead(_ head: UpstreamResponseHead, endStream: Bool) {
         responseStarted = true
         responseDeadline = nil
