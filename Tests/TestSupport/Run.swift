@@ -30,41 +30,25 @@ public enum Run {
         _ name: String, _ args: [String], stdin: FileHandle? = nil, timeout: TimeInterval = 60, stdoutPath: String? = nil
     ) async throws -> ProcessResult {
         guard let path = which(name), let timeoutPath = which("timeout") else { throw ToolMissing(name: name) }
-        // Output goes to files and the exit is awaited through the termination
-        // handler: no thread of the (two-thread) cooperative pool ever blocks on
-        // a child, so an in-process gateway that answers through Swift
-        // concurrency (the admin listener) can always make progress.
+        // Output goes to files; the tool's stdin is `stdin` or /dev/null.
         let tag = UUID().uuidString
         let outPath = stdoutPath ?? NSTemporaryDirectory() + "assertgate-run-\(tag).out"
         let errPath = NSTemporaryDirectory() + "assertgate-run-\(tag).err"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         defer {
             if stdoutPath == nil { try? FileManager.default.removeItem(atPath: outPath) }
             try? FileManager.default.removeItem(atPath: errPath)
         }
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: timeoutPath)
-        // `timeout` bounds every external client; SIGKILL 5 s after SIGTERM.
-        p.arguments = ["-k", "5", String(Int(timeout)), path] + args
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = stdin ?? FileHandle(forReadingAtPath: "/dev/null")
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            p.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try p.run()
-            } catch {
-                p.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
+        // Not Foundation's Process: Swift 6.3.1's `Process.run` reads past the
+        // end of a readdir buffer when it lists /proc/self/fd
+        // (swift-corelibs-foundation #5472) and crashed a test run. Every
+        // external client of the tests starts here, so it is spawned directly,
+        // and its exit is awaited on a thread of its own (never one of the
+        // cooperative pool's two, which an in-process gateway may need).
+        let pid = try SpawnedProcess.spawn(
+            executable: timeoutPath, arguments: ["-k", "5", String(Int(timeout)), path] + args,
+            stdinDescriptor: stdin?.fileDescriptor, stdoutPath: outPath, stderrPath: errPath)
+        let status = await SpawnedProcess.exitStatus(of: pid)
         return ProcessResult(
             status: status, stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")

@@ -53,21 +53,10 @@ public final class SpawnedProcess: @unchecked Sendable {
         // outlive its owner, and would pass for the child's own in
         // `listeningPorts()`.
         Self.closeInheritedDescriptors(&actions)
-        // As in RedisServerFixture: the child must not inherit the blocked
-        // signals of the test runner, or SIGTERM would stay pending.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGTERM)
-        sigaddset(&defaults, SIGINT)
-        sigaddset(&defaults, SIGPIPE)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        Self.defaultSignals(&attributes)
         var cArgs: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for a in cArgs { free(a) } }
         var env: [String] = []
@@ -85,6 +74,68 @@ public final class SpawnedProcess: @unchecked Sendable {
         }
         pid = child
         stdinWrite = fds[1]
+    }
+
+    /// A child with posix_spawn, as `init` starts one, for `Run.tool`:
+    /// stdin from `stdinDescriptor` (else /dev/null), stdout and stderr to
+    /// files, nothing else of this process's, default signal handling, this
+    /// process's environment. Reap it with `exitStatus(of:)`.
+    static func spawn(
+        executable: String, arguments: [String], stdinDescriptor: Int32?, stdoutPath: String, stderrPath: String
+    ) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdinDescriptor {
+            posix_spawn_file_actions_adddup2(&actions, stdinDescriptor, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        closeInheritedDescriptors(&actions)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        defaultSignals(&attributes)
+        var cArgs: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for a in cArgs { free(a) } }
+        var cEnv: [UnsafeMutablePointer<CChar>?] =
+            ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for e in cEnv { free(e) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, executable, &actions, &attributes, &cArgs, &cEnv)
+        guard rc == 0 else { throw Failure(description: "posix_spawn \(executable) failed: errno \(rc)") }
+        return child
+    }
+
+    /// Waits for `pid` on a thread of its own: its exit code, or the signal
+    /// that ended it (as Foundation's `terminationStatus` reports one).
+    static func exitStatus(of pid: pid_t) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let waiter = Thread {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+                let signal = status & 0x7f
+                continuation.resume(returning: signal == 0 ? (status >> 8) & 0xff : signal)
+            }
+            waiter.start()
+        }
+    }
+
+    /// As in RedisServerFixture: the child must not inherit the blocked
+    /// signals of the test runner, or SIGTERM would stay pending.
+    private static func defaultSignals(_ attributes: inout posix_spawnattr_t) {
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGTERM)
+        sigaddset(&defaults, SIGINT)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     }
 
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
