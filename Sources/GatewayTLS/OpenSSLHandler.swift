@@ -94,6 +94,19 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
     private var loggedFailure = false
 
+    /// Bytes OpenSSL may still write in answer to the peer's control
+    /// messages (a TLS 1.3 KeyUpdate asking for one back, a TLS 1.2
+    /// renegotiation refused with an alert): OpenSSL answers each, with no
+    /// limit, so a peer that sends them and reads nothing would pile the
+    /// answers up here and hold the loop (as an HTTP/2 PING flood would
+    /// without its budget). `controlReplyBurst`, refilled at
+    /// `controlReplyPerSecond`; past it the connection is closed.
+    private var controlReplyAllowance = OpenSSLHandler.controlReplyBurst
+    private var controlReplyChargedAt: NIODeadline?
+    /// About 600 KeyUpdate answers at once (27 bytes each), 40 a second after.
+    static let controlReplyBurst = 16 * 1024
+    static let controlReplyPerSecond = 1024
+
     /// Server side of an accepted connection.
     public init(context: TLSServerContext, logger: Logger = Logger(label: "assertgate.tls")) {
         self.role = .server(context)
@@ -267,6 +280,9 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
     private func decrypt(context: ChannelHandlerContext, connection: TLSConnection) {
         var buffer = context.channel.allocator.buffer(capacity: Self.plaintextBufferSize)
         var peerClosed = false
+        // Nothing of ours is encrypted while reading: what the write BIO gains
+        // here is OpenSSL's answers to the peer's control messages.
+        let ciphertextBefore = connection.pendingCiphertextBytes
         loop: while true {
             if buffer.writableBytes == 0 {
                 self.plaintext.append(buffer)
@@ -290,6 +306,11 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
             self.plaintext.append(buffer)
         }
         // Reading can produce records of our own (e.g. a TLS 1.3 KeyUpdate reply).
+        let replies = connection.pendingCiphertextBytes - ciphertextBefore
+        if replies > 0, !self.chargeControlReplies(replies) {
+            self.fail(context: context, reason: "too many TLS control messages to answer (KeyUpdate, renegotiation)")
+            return
+        }
         if connection.pendingCiphertextBytes > 0 {
             self.emitCiphertext(context: context, connection: connection, promise: nil)
             context.flush()
@@ -301,6 +322,19 @@ public final class OpenSSLHandler: ChannelDuplexHandler {
             }
             context.channel.close(promise: nil)
         }
+    }
+
+    /// Takes `bytes` from the allowance (refilled for the time since the
+    /// last charge); false when it is spent.
+    private func chargeControlReplies(_ bytes: Int) -> Bool {
+        let now = NIODeadline.now()
+        if let last = self.controlReplyChargedAt {
+            let refill = Int((now - last).nanoseconds / 1_000_000) * Self.controlReplyPerSecond / 1000
+            self.controlReplyAllowance = min(Self.controlReplyBurst, self.controlReplyAllowance + refill)
+        }
+        self.controlReplyChargedAt = now
+        self.controlReplyAllowance -= bytes
+        return self.controlReplyAllowance >= 0
     }
 
     private func deliverPlaintext(context: ChannelHandlerContext) {

@@ -3,7 +3,8 @@ import COpenSSL
 /// Server-side TLS configuration: one `SSL_CTX` shared by every connection on
 /// every event loop.
 ///
-/// - TLS 1.2 minimum, OpenSSL default ciphers/groups (system policy applies),
+/// - TLS 1.2 minimum; on TLS 1.2 ECDHE with AES-GCM or ChaCha20 only (RFC
+///   9113 §9.2.2), OpenSSL's default TLS 1.3 suites and groups,
 ///   server cipher preference, no compression, no renegotiation.
 /// - Session resumption is OFF (no tickets, no session cache). Tickets would
 ///   need a ticket key shared and rotated across gateway instances, and a
@@ -73,6 +74,13 @@ public final class TLSServerContext: @unchecked Sendable {
             CAssertGate_SSL_OP_NO_TICKET() | CAssertGate_SSL_OP_NO_COMPRESSION()
                 | CAssertGate_SSL_OP_NO_RENEGOTIATION() | CAssertGate_SSL_OP_CIPHER_SERVER_PREFERENCE())
         _ = SSL_CTX_set_num_tickets(context, 0)
+        // TLS 1.2: ephemeral key exchange and AEAD only. RFC 9113 §9.2.2 (and
+        // its Appendix A) forbids every other suite under HTTP/2, which ALPN
+        // would otherwise have picked over static RSA or CBC; static RSA also
+        // has no forward secrecy. TLS 1.3's suites are all of this kind.
+        guard SSL_CTX_set_cipher_list(context, Self.tls12Ciphers) == 1 else {
+            throw .setting(name: "TLS 1.2 cipher list", reason: OpenSSLErrorQueue.drain())
+        }
         _ = CAssertGate_SSL_CTX_set_session_cache_mode(context, CAssertGate_SSL_SESS_CACHE_OFF())
         // Idle connections give their 16 KiB record buffers back.
         _ = CAssertGate_SSL_CTX_set_mode(context, CAssertGate_SSL_MODE_RELEASE_BUFFERS())
@@ -92,6 +100,9 @@ public final class TLSServerContext: @unchecked Sendable {
         success = true
         return context
     }
+
+    /// The TLS 1.2 suites a client may get (OpenSSL's cipher-list syntax).
+    static let tls12Ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20"
 
     /// A new `SSL_CTX` for `method` with the project's floor, TLS 1.2 (both
     /// sides); freed here if that cannot be set, else owned by the caller.

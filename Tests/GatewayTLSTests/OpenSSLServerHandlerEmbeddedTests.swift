@@ -202,6 +202,27 @@ final class DownstreamRecorder: ChannelInboundHandler {
         #expect(harness.client.peerClosed, "server answers with its own close_notify")
     }
 
+    /// OpenSSL answers every KeyUpdate that asks for one: a peer sending
+    /// them without reading would pile the answers up. A few are answered
+    /// and the connection serves on; a flood is closed once its answers
+    /// pass the allowance (16 KiB, ~600 answers), long before 3,000.
+    @Test func aKeyUpdateFloodIsClosedAndAFewAreAnswered() async throws {
+        let harness = try await self.makeHarness()
+        try self.handshake(harness)
+        for _ in 0..<10 { try harness.channel.writeInbound(try harness.client.keyUpdate()) }
+        try harness.channel.writeInbound(try harness.client.send(Array("still here".utf8)))
+        harness.channel.read()
+        #expect(String(decoding: harness.recorder.receivedBytes, as: UTF8.self) == "still here")
+        #expect(harness.channel.isActive)
+        var sent = 10
+        while harness.channel.isActive, sent < 3000 {
+            try harness.channel.writeInbound(try harness.client.keyUpdate())
+            sent += 1
+        }
+        #expect(!harness.channel.isActive, "open after \(sent) KeyUpdates")
+        #expect(sent > 500, "closed after \(sent) KeyUpdates")
+    }
+
     @Test func garbageClosesAndFailsPendingWrites() async throws {
         let harness = try await self.makeHarness()
         let promise = harness.channel.eventLoop.makePromise(of: Void.self)

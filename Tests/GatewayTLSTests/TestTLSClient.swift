@@ -105,6 +105,15 @@ final class TestTLSClient {
         }
     }
 
+    /// A TLS 1.3 KeyUpdate asking for one back (`update_requested`).
+    func keyUpdate() throws -> ByteBuffer {
+        guard SSL_key_update(self.ssl, SSL_KEY_UPDATE_REQUESTED) == 1 else {
+            throw Failure(description: "SSL_key_update failed")
+        }
+        _ = SSL_do_handshake(self.ssl)
+        return self.takeOutput()
+    }
+
     func closeNotify() -> ByteBuffer {
         _ = SSL_shutdown(self.ssl)
         return self.takeOutput()

@@ -68,6 +68,24 @@ extension Integration {
             }
         }
 
+        /// TLS 1.2 suites are ECDHE with an AEAD only: RFC 9113 §9.2.2 forbids
+        /// the rest under HTTP/2 (static RSA, CBC), which ALPN picked before.
+        @Test func tls12OffersOnlySuitesHTTP2Allows() async throws {
+            try await Self.withTLSGateway({ _ in }) { h, _ in
+                func handshake(_ cipher: String) async throws -> ProcessResult {
+                    try await Run.tool("openssl", [
+                        "s_client", "-connect", "127.0.0.1:\(h.port)", "-tls1_2", "-cipher", cipher, "-alpn", "h2",
+                    ], timeout: 10)
+                }
+                for refused in ["AES128-SHA", "AES128-GCM-SHA256", "AES256-SHA256", "ECDHE-RSA-AES128-SHA"] {
+                    let r = try await handshake(refused)
+                    #expect(r.status != 0 && !r.stdout.contains("ALPN protocol: h2"), "\(refused): \(r.stdout)")
+                }
+                let ok = try await handshake("ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256")
+                #expect(ok.status == 0 && ok.stdout.contains("ALPN protocol: h2"), "\(ok.stdout) \(ok.stderr)")
+            }
+        }
+
         /// A client that completes the TLS handshake, ALPN included, and then
         /// says nothing is closed at `handshakeTimeout` (1 s), not held for
         /// `idleTimeout` (20 s): a connection is established by its
