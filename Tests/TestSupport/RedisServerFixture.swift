@@ -123,15 +123,7 @@ public final class RedisServerFixture: @unchecked Sendable {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGTERM)
-        sigaddset(&defaults, SIGINT)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        SpawnedProcess.defaultSignals(&attributes)
         var child: pid_t = 0
         let rc = posix_spawn(&child, Self.serverPath, &actions, &attributes, &cArgs, environ)
         guard rc == 0 else { throw FixtureError.spawnFailed(rc) }

@@ -125,7 +125,7 @@ public final class SpawnedProcess: @unchecked Sendable {
 
     /// As in RedisServerFixture: the child must not inherit the blocked
     /// signals of the test runner, or SIGTERM would stay pending.
-    private static func defaultSignals(_ attributes: inout posix_spawnattr_t) {
+    static func defaultSignals(_ attributes: inout posix_spawnattr_t) {
         var emptyMask = sigset_t()
         sigemptyset(&emptyMask)
         posix_spawnattr_setsigmask(&attributes, &emptyMask)
