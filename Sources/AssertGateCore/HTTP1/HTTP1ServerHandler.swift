@@ -237,24 +237,28 @@ final class HTTP1ServerHandler: ChannelDuplexHandler, ResponseSink {
     }
 
     func sendUpstreamResponseHead(_ head: UpstreamResponseHead, requestId: String) {
+        var h = Self.forwardedFields(of: head, room: 1)
+        h.add(name: "x-request-id", value: requestId)
+        sendResponseHead(status: head.status, headers: h, endStream: false)
+    }
+
+    /// The fields of an upstream's head that are forwarded, for NIO's encoder
+    /// (with `room` for more).
+    private static func forwardedFields(of head: UpstreamResponseHead, room: Int = 0) -> HTTPHeaders {
         var h = HTTPHeaders()
-        h.reserveCapacity(head.fields.count + 1)
+        h.reserveCapacity(head.fields.count + room)
         head.forEachForwarded { name, value in
             h.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         }
-        h.add(name: "x-request-id", value: requestId)
-        sendResponseHead(status: head.status, headers: h, endStream: false)
+        return h
     }
 
     /// Sent at once (hints are worth something only before the answer);
     /// never to an HTTP/1.0 client, which cannot read one (RFC 9110 §15.2).
     func sendInterimHead(_ head: UpstreamResponseHead) {
         guard let context, !responding, !requestIsHTTP10 else { return }
-        var h = HTTPHeaders()
-        head.forEachForwarded { name, value in
-            h.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-        }
-        let interim = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: head.status), headers: h)
+        let interim = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: head.status), headers: Self.forwardedFields(of: head))
         context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
     }
 
